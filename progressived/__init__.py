@@ -1,0 +1,10 @@
+"""progressived: a progressive jackpot controller for casino table games.
+
+The package is layered so that data flows one way, board -> engine -> ledger -> outbox -> signs:
+
+* ``progressived.money``, ``progressived.paytable``, ``progressived.params`` and
+  ``progressived.engine`` are pure: no I/O, no clock, no randomness.
+* everything else is an adapter around that core.
+"""
+
+__version__ = "0.1.0"

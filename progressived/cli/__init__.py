@@ -1,0 +1,1 @@
+"""Command-line entry points: ``progressived`` (the daemon) and ``progressivectl`` (operators)."""

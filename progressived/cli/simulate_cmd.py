@@ -1,0 +1,103 @@
+"""``progressivectl simulate``: scripted rounds through the engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from progressived.config import ConfigError, load_table_params, with_overrides
+from progressived.money import MoneyError, dollars
+from progressived.params import MeterParams, ParamsError, Policy, TableParams, validate
+from progressived.paytable import PaytableError, find_paytable
+from progressived.simulate import SCRIPT_HELP, Simulation, render_text
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "simulate",
+        help="play scripted rounds through the round engine",
+        description="Play a script of table commands through the round engine.\n\nScript lines:\n"
+        + SCRIPT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--paytable", required=True, metavar="ID", help="paytable id, e.g. tcp-sd-1")
+    p.add_argument("--paytables", type=Path, metavar="DIR", help="directory of paytable files")
+    p.add_argument("--config", type=Path, metavar="FILE", help="controller configuration (TOML)")
+    p.add_argument("--table", default="sim", metavar="ID", help="table id (without --config)")
+    p.add_argument("--seats", type=int, default=7, help="seats at the table (without --config)")
+    p.add_argument("--wager", metavar="AMOUNT", help="progressive wager, e.g. 1.00")
+    p.add_argument("--seed", metavar="AMOUNT", help="seed/reset amount (default $1,000)")
+    p.add_argument("--meter-start", metavar="AMOUNT", help="meter amount at the start")
+    p.add_argument("--meter-rate", metavar="R", help="share of each wager to the meter, e.g. 0.15")
+    p.add_argument("--reserve-rate", metavar="R", help="share of each wager to the reserve")
+    p.add_argument("--policy", choices=[x.value for x in Policy], help="several meter awards")
+    p.add_argument(
+        "--script", required=True, type=Path, metavar="FILE", help="script ('-' = stdin)"
+    )
+    p.add_argument("--ledger", type=Path, metavar="PATH", help="record the rounds in this ledger")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run)
+
+
+def _params(args: argparse.Namespace) -> TableParams:
+    if args.config is not None:
+        params = load_table_params(args.config)
+        if params.paytable.id != args.paytable:
+            params = TableParams(
+                table_id=params.table_id,
+                paytable=find_paytable(args.paytable, args.paytables),
+                meters=params.meters,
+                seats=params.seats,
+                wager=params.wager,
+                policy=params.policy,
+                award_order=params.award_order,
+            )
+    else:
+        params = TableParams(
+            table_id=args.table,
+            paytable=find_paytable(args.paytable, args.paytables),
+            meters=(MeterParams(),),
+            seats=args.seats,
+        )
+    validate(params)
+    amount = {
+        name: (dollars(value) if value is not None else None)
+        for name, value in (("wager", args.wager), ("seed", args.seed), ("start", args.meter_start))
+    }
+    return with_overrides(
+        params,
+        wager=amount["wager"],
+        seed=amount["seed"],
+        meter_start=amount["start"],
+        meter_rate=args.meter_rate,
+        reserve_rate=args.reserve_rate,
+        policy=Policy(args.policy) if args.policy else None,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        params = _params(args)
+        text = sys.stdin.read() if str(args.script) == "-" else args.script.read_text()
+    except (ConfigError, PaytableError, ParamsError, MoneyError) as exc:
+        print(f"progressivectl simulate: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"progressivectl simulate: {args.script}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    sim = Simulation(params, clock=utc_now)
+    sim.run_script(text.splitlines())
+    report = sim.report()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_text(report))
+    return 0

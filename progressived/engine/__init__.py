@@ -1,0 +1,50 @@
+"""The pure round engine: commands in, events out. No I/O, no clock, no randomness.
+
+``decide(params, state, command)`` returns either the events the command causes and the
+state after them, or a rejection with a reason and the state unchanged. ``evolve`` folds one
+event into a state, so a state is always the replay of its events: that is how the ledger
+rebuilds a round in progress after a crash.
+"""
+
+from progressived.engine.commands import (
+    Command,
+    Confirm,
+    KeyHand,
+    Lock,
+    Reconcile,
+    Reject,
+    SamePlayer,
+    Sensors,
+    SetClosed,
+    Void,
+)
+from progressived.engine.core import Accepted, Decision, Rejected, decide, evolve, initial_state
+from progressived.engine.events import Event, Posting, event_from_dict, event_to_dict
+from progressived.engine.state import Light, Phase, TableState, lights
+
+__all__ = [
+    "Accepted",
+    "Command",
+    "Confirm",
+    "Decision",
+    "Event",
+    "KeyHand",
+    "Light",
+    "Lock",
+    "Phase",
+    "Posting",
+    "Reconcile",
+    "Reject",
+    "Rejected",
+    "SamePlayer",
+    "Sensors",
+    "SetClosed",
+    "TableState",
+    "Void",
+    "decide",
+    "event_from_dict",
+    "event_to_dict",
+    "evolve",
+    "initial_state",
+    "lights",
+]

@@ -1,0 +1,79 @@
+"""Commands the table gives the engine. Time and identity come in with them.
+
+``at`` is an ISO-8601 UTC timestamp supplied by the adapter (the engine never reads a
+clock); ``actor`` says who acted (``dealer``, ``supervisor``, an operator id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Base:
+    at: str = ""
+    actor: str = "dealer"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sensors(_Base):
+    """The board's full report of which seats' sensors hold a progressive wager."""
+
+    present: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lock(_Base):
+    """LOCK: lock in the wagers on the sensors and post their contributions."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeyHand(_Base):
+    """The dealer keys a winning hand at a seat; keying it again turns it off."""
+
+    seat: int
+    hand: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Confirm(_Base):
+    """The supervisor confirms the first meter award awaiting confirmation."""
+
+    supervisor: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reject(_Base):
+    """The supervisor rejects the first meter award awaiting confirmation."""
+
+    supervisor: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamePlayer(_Base):
+    """The dealer marks spots as played by one player for this round (no envy between them)."""
+
+    seats: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconcile(_Base):
+    """RECONCILE: settle the round and reset for the next hand."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Void(_Base):
+    """VOID (misdeal): cancel the unreconciled round; supervisor only."""
+
+    supervisor: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetClosed(_Base):
+    """Close or reopen the progressive for one reason (board offline, operator, self-check)."""
+
+    reason: str
+    closed: bool
+
+
+Command = Sensors | Lock | KeyHand | Confirm | Reject | SamePlayer | Reconcile | Void | SetClosed

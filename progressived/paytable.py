@@ -1,0 +1,386 @@
+"""Paytables as data: one TOML file per paytable in ``config/paytables/``.
+
+A paytable says, for each hand id, how the progressive wager is paid (a percentage of a
+named meter, "X for 1", "X to 1" or a fixed amount), what envy bonus it triggers, and the
+most times it can occur in one round dealt from one deck. Loading refuses anything it cannot
+read exactly, naming the file, the key and the reason.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from progressived.money import MoneyError, display, dollars
+
+
+class Hand(enum.StrEnum):
+    """Hand ids. These strings are a contract: keypad maps, ledgers and signs use them."""
+
+    AKQ_SPADES = "akq-spades"
+    AKQ_SUITED = "akq-suited"
+    ROYAL_FLUSH = "royal-flush"
+    ROYAL_FLUSH_FIRST_5 = "royal-flush-first-5"
+    COMMUNITY_ROYAL = "community-royal"
+    STRAIGHT_FLUSH = "straight-flush"
+    FOUR_OF_A_KIND = "four-of-a-kind"
+    FULL_HOUSE = "full-house"
+    FLUSH = "flush"
+    STRAIGHT = "straight"
+    THREE_OF_A_KIND = "three-of-a-kind"
+
+
+class Game(enum.StrEnum):
+    """The games whose progressive rules are implemented."""
+
+    THREE_CARD_POKER = "three-card-poker"
+    ULTIMATE_TEXAS_HOLDEM = "ultimate-texas-holdem"
+
+
+class PayKind(enum.StrEnum):
+    PERCENT_OF_METER = "percent"
+    FOR_ONE = "for-1"
+    TO_ONE = "to-1"
+    FIXED = "fixed"
+
+
+class PaytableError(ValueError):
+    """A paytable file that cannot be used; the message names file, key and reason."""
+
+
+_PERCENT_RE = re.compile(r"^(?P<n>-?[0-9]+(?:\.[0-9]+)?)\s*%$")
+_ODDS_RE = re.compile(r"^(?P<n>-?[0-9][0-9,]*)\s+(?P<kind>for|to)\s+1$")
+
+
+@dataclass(frozen=True, slots=True)
+class Pay:
+    """How one winning hand is paid, for the paytable's wager.
+
+    ``percent`` is a fraction of the meter for ``PERCENT_OF_METER``; ``multiple`` the
+    X of "X for 1" / "X to 1"; ``amount`` the units of a fixed pay.
+    """
+
+    kind: PayKind
+    percent: Fraction = Fraction(0)
+    meter: str = "main"
+    multiple: int = 0
+    amount: int = 0
+
+    @property
+    def from_meter(self) -> bool:
+        return self.kind is PayKind.PERCENT_OF_METER
+
+    def tray_amount(self, wager: int, base_wager: int) -> int:
+        """The units paid from the tray for a wager of ``wager`` units.
+
+        Fixed amounts are stated for ``base_wager`` and scale with the wager, as the rules
+        say envy and fixed pays "adjust up or down accordingly with changes made to the
+        wager amount". ``to 1`` returns the wager; ``for 1`` does not.
+        """
+        if self.kind is PayKind.FOR_ONE:
+            return self.multiple * wager
+        if self.kind is PayKind.TO_ONE:
+            return self.multiple * wager + wager
+        if self.kind is PayKind.FIXED:
+            return scale_amount(self.amount, wager, base_wager)
+        raise ValueError("a meter percentage is not a tray pay")
+
+    def describe(self) -> str:
+        if self.kind is PayKind.PERCENT_OF_METER:
+            pct = self.percent * 100
+            text = str(pct.numerator) if pct.denominator == 1 else str(float(pct))
+            return f"{text}% of {self.meter}"
+        if self.kind is PayKind.FOR_ONE:
+            return f"{self.multiple} for 1"
+        if self.kind is PayKind.TO_ONE:
+            return f"{self.multiple} to 1"
+        return display(self.amount)
+
+
+def scale_amount(amount: int, wager: int, base_wager: int) -> int:
+    """Scale a fixed amount stated for ``base_wager`` to ``wager`` exactly (checked at load)."""
+    if wager == base_wager:
+        return amount
+    scaled = Fraction(amount * wager, base_wager)
+    if scaled.denominator != 1:
+        raise PaytableError(f"amount {amount} does not scale exactly to a wager of {wager} units")
+    return int(scaled)
+
+
+def parse_pay(text: str | int | Decimal, meter: str) -> Pay:
+    """Parse a pay as a rack card writes it: ``100%``, ``500 for 1``, ``3,000 to 1``, ``$2,500``."""
+    if isinstance(text, (int, Decimal)) and not isinstance(text, bool):
+        units = dollars(text)
+        if units < 0:
+            raise ValueError("negative pay")
+        return Pay(PayKind.FIXED, amount=units)
+    if not isinstance(text, str):
+        raise ValueError(f"a pay must be text such as '100%', '500 for 1', '$2,500', not {text!r}")
+    value = text.strip()
+    if match := _PERCENT_RE.match(value):
+        pct = Fraction(Decimal(match.group("n"))) / 100
+        if pct < 0:
+            raise ValueError("negative pay")
+        if pct == 0:
+            raise ValueError("a percentage pay of 0% pays nothing")
+        if pct > 1:
+            raise ValueError(f"percentage {match.group('n')}% is above 100%")
+        return Pay(PayKind.PERCENT_OF_METER, percent=pct, meter=meter)
+    if match := _ODDS_RE.match(value):
+        multiple = int(match.group("n").replace(",", ""))
+        if multiple < 0:
+            raise ValueError("negative pay")
+        kind = PayKind.FOR_ONE if match.group("kind") == "for" else PayKind.TO_ONE
+        return Pay(kind, multiple=multiple)
+    try:
+        units = dollars(value)
+    except MoneyError:
+        raise ValueError(
+            f"cannot read pay {text!r}: write '100%', '500 for 1', '3,000 to 1' or '$2,500'"
+        ) from None
+    if units < 0:
+        raise ValueError("negative pay")
+    return Pay(PayKind.FIXED, amount=units)
+
+
+class _HandModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hand: Hand
+    pays: str | int | Decimal
+    meter: str = "main"
+    envy: Decimal | int | str | None = None
+    max_per_round: int | None = Field(default=None, ge=1)
+    note: str | None = None
+
+    @field_validator("hand", mode="before")
+    @classmethod
+    def _known_hand(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in {h.value for h in Hand}:
+            known = ", ".join(h.value for h in Hand)
+            raise ValueError(f"unknown hand {value!r} (known hands: {known})")
+        return value
+
+
+class _LimitModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hands: list[Hand] = Field(min_length=2)
+    max_per_round: int = Field(ge=1)
+    why: str
+
+
+class _PaytableModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    name: str
+    game: Game
+    rule: str
+    wager: Decimal | int | str
+    envy_requires_trigger_wager: bool
+    envy_rule: str
+    hands: list[_HandModel] = Field(min_length=1)
+    limits: list[_LimitModel] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _no_duplicate_hands(self) -> _PaytableModel:
+        seen: set[Hand] = set()
+        for index, entry in enumerate(self.hands):
+            if entry.hand in seen:
+                raise ValueError(f"hands[{index}]: duplicate hand {entry.hand.value!r}")
+            seen.add(entry.hand)
+        for index, limit in enumerate(self.limits):
+            for hand in limit.hands:
+                if hand not in seen:
+                    raise ValueError(
+                        f"limits[{index}]: hand {hand.value!r} is not in this paytable"
+                    )
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class HandRule:
+    """One row of a paytable."""
+
+    hand: Hand
+    pay: Pay
+    envy: int  # units, for the paytable's wager; 0 = no envy
+    max_per_round: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandLimit:
+    """At most ``max_per_round`` of these hands together in one round (one deck)."""
+
+    hands: frozenset[Hand]
+    max_per_round: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paytable:
+    """A validated paytable. Amounts are units for ``wager``."""
+
+    id: str
+    name: str
+    game: Game
+    rule: str
+    wager: int
+    envy_requires_trigger_wager: bool
+    envy_rule: str
+    hands: tuple[HandRule, ...]
+    limits: tuple[HandLimit, ...] = ()
+    notes: tuple[str, ...] = ()
+    source: str = "<memory>"
+
+    def rule_for(self, hand: Hand | str) -> HandRule | None:
+        for rule in self.hands:
+            if rule.hand == hand:
+                return rule
+        return None
+
+    @property
+    def hand_ids(self) -> tuple[str, ...]:
+        return tuple(rule.hand.value for rule in self.hands)
+
+    @property
+    def meters(self) -> frozenset[str]:
+        """The meters this paytable's percentage pays draw on."""
+        return frozenset(r.pay.meter for r in self.hands if r.pay.from_meter)
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def _format_validation(path: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = _loc(
+            tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        )
+        msg = err["msg"]
+        msg = msg.removeprefix("Value error, ")
+        if err["type"] == "missing":
+            msg = "missing required field"
+        elif err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"{path}: {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> Paytable:
+    """Validate a parsed TOML document into a :class:`Paytable`, or raise :class:`PaytableError`."""
+    try:
+        model = _PaytableModel.model_validate(dict(data))
+    except ValidationError as exc:
+        raise PaytableError(_format_validation(source, exc)) from None
+    try:
+        wager = dollars(model.wager)
+    except MoneyError as exc:
+        raise PaytableError(f"{source}: wager: {exc}") from None
+    if wager <= 0:
+        raise PaytableError(f"{source}: wager: must be positive")
+    rules = []
+    for index, entry in enumerate(model.hands):
+        key = f"hands[{index}] ({entry.hand.value})"
+        try:
+            pay = parse_pay(entry.pays, entry.meter)
+        except (ValueError, MoneyError) as exc:
+            raise PaytableError(f"{source}: {key}.pays: {exc}") from None
+        envy = 0
+        if entry.envy is not None:
+            try:
+                envy = dollars(entry.envy)
+            except MoneyError as exc:
+                raise PaytableError(f"{source}: {key}.envy: {exc}") from None
+            if envy < 0:
+                raise PaytableError(f"{source}: {key}.envy: negative envy amount")
+        rules.append(HandRule(entry.hand, pay, envy, entry.max_per_round))
+    limits = tuple(
+        HandLimit(frozenset(limit.hands), limit.max_per_round, limit.why) for limit in model.limits
+    )
+    return Paytable(
+        id=model.id,
+        name=model.name,
+        game=model.game,
+        rule=model.rule,
+        wager=wager,
+        envy_requires_trigger_wager=model.envy_requires_trigger_wager,
+        envy_rule=model.envy_rule,
+        hands=tuple(rules),
+        limits=limits,
+        notes=tuple(model.notes),
+        source=source,
+    )
+
+
+def load_paytable(path: Path) -> Paytable:
+    """Load and validate one paytable file."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle, parse_float=Decimal)
+    except OSError as exc:
+        raise PaytableError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PaytableError(f"{path}: not valid TOML: {exc}") from None
+    table = paytable_from_mapping(data, str(path))
+    if table.id != path.stem:
+        raise PaytableError(f"{path}: id: {table.id!r} does not match the file name {path.stem!r}")
+    return table
+
+
+def default_paytable_dirs() -> list[Path]:
+    """Where paytables are looked up when no directory is given.
+
+    The copy shipped inside the installed package first, then ``config/paytables`` of a
+    source checkout.
+    """
+    here = Path(__file__).resolve().parent
+    return [here / "data" / "paytables", here.parent / "config" / "paytables"]
+
+
+def paytable_dir(explicit: Path | None = None) -> Path:
+    if explicit is not None:
+        return explicit
+    for candidate in default_paytable_dirs():
+        if candidate.is_dir():
+            return candidate
+    raise PaytableError("no paytable directory found (give one with --paytables DIR)")
+
+
+def available_paytables(directory: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in paytable_dir(directory).glob("*.toml"))
+
+
+def find_paytable(paytable_id: str, directory: Path | None = None) -> Paytable:
+    """Load the paytable with this id from ``directory`` (or the default directories)."""
+    folder = paytable_dir(directory)
+    path = folder / f"{paytable_id}.toml"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", paytable_id) or not path.is_file():
+        known = ", ".join(available_paytables(folder)) or "none"
+        raise PaytableError(f"unknown paytable {paytable_id!r} in {folder} (available: {known})")
+    return load_paytable(path)
+
+
+def load_all(directory: Path | None = None) -> dict[str, Paytable]:
+    folder = paytable_dir(directory)
+    return {p.stem: load_paytable(p) for p in sorted(folder.glob("*.toml"))}
+
