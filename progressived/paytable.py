@@ -383,4 +383,3 @@ def find_paytable(paytable_id: str, directory: Path | None = None) -> Paytable:
 def load_all(directory: Path | None = None) -> dict[str, Paytable]:
     folder = paytable_dir(directory)
     return {p.stem: load_paytable(p) for p in sorted(folder.glob("*.toml"))}
-

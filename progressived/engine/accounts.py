@@ -8,15 +8,16 @@ The identity the controller holds in every state, per meter, to the last unit::
 
     seed funding + contributions = meter + reserve + overflow + pending + paid from the meter
 
-where contributions = wagers collected - the house's retained part, summed over the
-table's meters (a wager may contribute to several levels).
+where contributions = wagers collected (here and at linked tables) - the house's retained
+part, summed over the table's meters (a wager may contribute to several levels).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-WAGERS = "wagers"  # wagers collected (source)
+WAGERS = "wagers"  # wagers collected at this table (source)
+LINKED_WAGERS = "linked_wagers"  # wagers collected at linked tables for this meter (source)
 HOUSE_RETAINED = "house_retained"  # the part of each wager not contributed
 TRAY = "tray"  # the table's tray (source of fixed pays and envy)
 PAID_TRAY = "paid_tray"  # fixed pays from the tray
@@ -62,7 +63,9 @@ def identity_gap(balances: Mapping[str, int], meter_ids: Iterable[str]) -> int:
     """
     ids = tuple(meter_ids)
     funded = -sum(balances.get(seed_funding(m), 0) for m in ids)
-    contributed = -(balances.get(WAGERS, 0) + balances.get(HOUSE_RETAINED, 0))
+    contributed = -(
+        balances.get(WAGERS, 0) + balances.get(LINKED_WAGERS, 0) + balances.get(HOUSE_RETAINED, 0)
+    )
     held = sum(balances.get(account, 0) for m in ids for account in holders(m))
     paid = sum(balances.get(paid_attendant(m), 0) for m in ids)
     return funded + contributed - held - paid

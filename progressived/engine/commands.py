@@ -76,4 +76,27 @@ class SetClosed(_Base):
     closed: bool
 
 
-Command = Sensors | Lock | KeyHand | Confirm | Reject | SamePlayer | Reconcile | Void | SetClosed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkedWagers(_Base):
+    """Wagers locked at another table linked to this meter (a linked meter's controller).
+
+    ``contribution_id`` is that table's idempotency key for the contribution.
+    """
+
+    source_table: str
+    count: int
+    contribution_id: str
+
+
+Command = (
+    LinkedWagers
+    | Sensors
+    | Lock
+    | KeyHand
+    | Confirm
+    | Reject
+    | SamePlayer
+    | Reconcile
+    | Void
+    | SetClosed
+)

@@ -20,6 +20,7 @@ from progressived.engine.commands import (
     Command,
     Confirm,
     KeyHand,
+    LinkedWagers,
     Lock,
     Reconcile,
     Reject,
@@ -37,6 +38,7 @@ from progressived.engine.events import (
     HandKeyed,
     HandUnkeyed,
     LateBet,
+    LinkedContribution,
     MeterOpened,
     Payment,
     Posting,
@@ -212,6 +214,8 @@ def decide(params: TableParams, state: TableState, command: Command) -> Decision
             return _void(params, state, command)
         case SetClosed():
             return _set_closed(state, command)
+        case LinkedWagers():
+            return _linked(params, state, command)
     return Rejected(f"unknown command {command!r}", "unknown-command", state)
 
 
@@ -245,9 +249,17 @@ def _sensors(params: TableParams, state: TableState, cmd: Sensors) -> Decision:
     return _accept(state, events)
 
 
-def _contribution(params: TableParams, balances: Mapping[str, int], seat: int) -> Postings:
-    wager = params.wager_units
-    postings = [Posting(accounts.WAGERS, -wager)]
+def _contribution(
+    params: TableParams, balances: Mapping[str, int], count: int = 1, source: str = accounts.WAGERS
+) -> Postings:
+    """The postings for ``count`` wagers: each meter's and reserve's share, the rest retained.
+
+    Above a meter's limit the meter's share goes to the reserve or the overflow account.
+    Shares are floored to the unit; what flooring leaves is retained by the house, so
+    nothing is created or lost.
+    """
+    wager = params.wager_units * count
+    postings = [Posting(source, -wager)]
     retained = wager
     for meter in params.meters:
         to_meter = floor(wager * meter.rate)
@@ -281,7 +293,7 @@ def _lock(params: TableParams, state: TableState, cmd: Lock) -> Decision:
     events: list[Event] = [RoundLocked(at=cmd.at, round=state.round, seats=tuple(seats))]
     balances = state.balances
     for seat in seats:
-        postings = _contribution(params, balances, seat)
+        postings = _contribution(params, balances)
         balances = _post(balances, postings)
         events.append(
             WagerLocked(
@@ -289,6 +301,28 @@ def _lock(params: TableParams, state: TableState, cmd: Lock) -> Decision:
             )
         )
     return _accept(state, events)
+
+
+def _linked(params: TableParams, state: TableState, cmd: LinkedWagers) -> Decision:
+    if not cmd.source_table or cmd.source_table == params.table_id:
+        return Rejected("a linked contribution needs another table's id", "bad-source", state)
+    if isinstance(cmd.count, bool) or not isinstance(cmd.count, int) or not 1 <= cmd.count <= 1000:
+        return Rejected(f"bad wager count {cmd.count!r} (1-1000)", "bad-count", state)
+    postings = _contribution(params, state.balances, cmd.count, accounts.LINKED_WAGERS)
+    return _accept(
+        state,
+        [
+            LinkedContribution(
+                at=cmd.at,
+                round=state.round,
+                source_table=cmd.source_table,
+                count=cmd.count,
+                units=params.wager_units * cmd.count,
+                contribution_id=cmd.contribution_id,
+                postings=postings,
+            )
+        ],
+    )
 
 
 def _reverse(postings: Postings) -> Postings:

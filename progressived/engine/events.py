@@ -85,6 +85,18 @@ class WagerLocked(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LinkedContribution(Event):
+    """Wagers locked at a linked table, contributing to this table's meters."""
+
+    kind: ClassVar[str] = "linked_contribution"
+    money: ClassVar[bool] = True
+    source_table: str
+    count: int
+    units: int
+    contribution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WagerRefunded(Event):
     """VOID: the exact reverse of one seat's :class:`WagerLocked`."""
 
@@ -249,6 +261,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         LateBet,
         RoundLocked,
         WagerLocked,
+        LinkedContribution,
         WagerRefunded,
         HandKeyed,
         HandUnkeyed,
