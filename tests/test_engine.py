@@ -1,0 +1,269 @@
+"""Engine behaviour beyond single rule clauses: rejections, limits, repricing, replay."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from progressived.engine import (
+    Confirm,
+    KeyHand,
+    LinkedWagers,
+    Lock,
+    Reconcile,
+    Reject,
+    Sensors,
+    SetClosed,
+    TableState,
+    Void,
+    accounts,
+    decide,
+    event_from_dict,
+    event_to_dict,
+    evolve,
+    initial_state,
+)
+from progressived.engine.commands import Command, SamePlayer
+from progressived.params import AboveLimit, MeterParams
+from tests.helpers import CENT, DOLLAR, fresh, meter, reserve, run, sim, table
+
+
+def locked_table(seats: frozenset[int] = frozenset({1, 2, 3})) -> tuple[object, TableState]:
+    params = table(rate="0.1", reserve_rate="0.02")
+    state, _ = run(params, fresh(params), Sensors(present=seats), Lock())
+    return params, state
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (Lock(), "already-locked"),
+        (KeyHand(seat=8, hand="straight"), "bad-seat"),
+        (KeyHand(seat=0, hand="straight"), "bad-seat"),
+        (KeyHand(seat=1, hand="royal-flush"), "bad-hand"),
+        (KeyHand(seat=1, hand="nonsense"), "bad-hand"),
+        (KeyHand(seat=5, hand="straight"), "no-wager"),
+        (Confirm(), "nothing-pending"),
+        (Reject(), "nothing-pending"),
+        (Void(supervisor=False), "supervisor-required"),
+        (Sensors(present=frozenset({9})), "bad-seat"),
+        (SamePlayer(seats=frozenset({1})), "bad-seat"),
+        (LinkedWagers(source_table="t1", count=1, contribution_id="x"), "bad-source"),
+        (LinkedWagers(source_table="t2", count=0, contribution_id="x"), "bad-count"),
+        (SetClosed(reason=" ", closed=True), "no-reason"),
+    ],
+)
+def test_a_command_that_does_not_fit_is_rejected_and_changes_nothing(
+    command: Command, code: str
+) -> None:
+    params, state = locked_table()
+    decision = decide(params, state, command)  # type: ignore[arg-type]
+    assert not decision.accepted
+    assert decision.code == code
+    assert decision.reason
+    assert decision.state is state
+
+
+def test_keys_before_lock_and_reconcile_without_a_round_are_rejected() -> None:
+    params = table()
+    state = fresh(params)
+    for command in (KeyHand(seat=1, hand="straight"), Reconcile(), Void()):
+        decision = decide(params, state, command)
+        assert not decision.accepted and decision.state is state
+
+
+def test_impossible_combinations_are_refused() -> None:
+    s = sim(
+        table(),
+        "bet 1\nbet 2\nbet 3\nbet 4\nbet 5\nlock\nkey 1 akq-spades\nkey 2 akq-spades\n"
+        "key 2 akq-suited\nkey 3 akq-suited\nkey 4 akq-suited\nkey 5 akq-suited\nkey 2 straight",
+    )
+    reasons = [r["reason"] for r in s.rejected]
+    assert reasons[0] == "impossible: at most 1 akq-spades in one round dealt from one deck"
+    assert reasons[1] == "impossible: at most 3 akq-suited in one round dealt from one deck"
+    assert reasons[2].startswith("seat 2 is already keyed as akq-suited")
+
+
+def test_uth_royal_group_limit() -> None:
+    s = sim(table("uth-01"), "bet 1\nbet 2\nlock\nkey 1 royal-flush-first-5\nkey 2 royal-flush")
+    assert "at most 1 of royal-flush, royal-flush-first-5" in s.rejected[0]["reason"]
+
+
+def test_closed_progressive_refuses_lock_until_every_reason_clears() -> None:
+    params = table()
+    state, decisions = run(
+        params,
+        fresh(params),
+        SetClosed(reason="board offline", closed=True),
+        SetClosed(reason="operator", closed=True),
+        SetClosed(reason="board offline", closed=False),
+        Lock(),
+    )
+    assert not decisions[-1].accepted and "operator" in decisions[-1].reason
+    state, decisions = run(params, state, SetClosed(reason="operator", closed=False), Lock())
+    assert decisions[-1].accepted
+
+
+def test_a_round_locked_before_closing_keeps_going() -> None:
+    params = table()
+    state, decisions = run(
+        params,
+        fresh(params),
+        Sensors(present=frozenset({1})),
+        Lock(),
+        SetClosed(reason="board offline", closed=True),
+        KeyHand(seat=1, hand="straight"),
+        Reconcile(),
+    )
+    assert all(d.accepted for d in decisions)
+    assert state.round == 2
+
+
+def test_limit_sends_the_excess_to_the_reserve() -> None:
+    params = table(rate="0.5", limit=1000 * DOLLAR + 60 * CENT, start=1000 * DOLLAR)
+    s = sim(params, "bet 1\nbet 2\nlock")
+    assert meter(s.state) == 1000 * DOLLAR + 60 * CENT
+    assert reserve(s.state) == 40 * CENT
+
+
+def test_limit_sends_the_excess_to_an_overflow_meter() -> None:
+    params = table(rate="0.5", limit=1000 * DOLLAR + 60 * CENT, above_limit=AboveLimit.OVERFLOW)
+    s = sim(params, "bet 1\nbet 2\nlock")
+    assert meter(s.state) == 1000 * DOLLAR + 60 * CENT
+    assert s.state.balance(accounts.overflow("main")) == 40 * CENT
+
+
+def test_sub_unit_contribution_remainders_are_retained_not_lost() -> None:
+    params = table(rate="0.3333333333", reserve_rate="0.0000001")
+    s = sim(params, "bet 1\nlock")
+    balances = s.state.balances
+    assert balances[accounts.meter("main")] == 1000 * DOLLAR + 333_333
+    assert balances.get(accounts.reserve("main"), 0) == 0
+    assert balances[accounts.HOUSE_RETAINED] == DOLLAR - 333_333
+    assert sum(balances.values()) == 0
+
+
+def test_several_meters_each_take_their_share() -> None:
+    mini = MeterParams(id="mini", seed=50 * DOLLAR, rate=Fraction(1, 100))
+    s = sim(table(rate="0.1", extra_meters=(mini,)), "bet 1\nlock")
+    assert meter(s.state) == 1000 * DOLLAR + 10 * CENT
+    assert meter(s.state, "mini") == 50 * DOLLAR + 1 * CENT
+    assert accounts.identity_gap(s.state.balances, ("main", "mini")) == 0
+
+
+def test_rejection_restores_the_meter_keeping_contributions_posted_in_between() -> None:
+    params = table(rate="0.1", reserve_rate="0.05")
+    state, _ = run(params, fresh(params), Sensors(present=frozenset({1})), Lock())
+    before_meter, before_reserve = meter(state), reserve(state)
+    state, decisions = run(
+        params,
+        state,
+        KeyHand(seat=1, hand="akq-spades"),
+        LinkedWagers(source_table="t2", count=10, contribution_id="t2-77"),
+        Reject(),
+    )
+    assert all(d.accepted for d in decisions)
+    assert meter(state) == before_meter + 10 * 10 * CENT
+    assert reserve(state) == before_reserve + 10 * 5 * CENT
+    assert state.awards == ()
+
+
+def test_awards_stay_locked_unless_an_award_ahead_of_them_changes() -> None:
+    params = table("pmg-01", start=2000 * DOLLAR)
+    state, _ = run(params, fresh(params), Sensors(present=frozenset({2, 4, 6})), Lock())
+    state, _ = run(params, state, KeyHand(seat=4, hand="straight-flush"))
+    # A linked contribution does not change an award already locked...
+    state, _ = run(params, state, LinkedWagers(source_table="t2", count=1000, contribution_id="c"))
+    state, decisions = run(params, state, KeyHand(seat=2, hand="straight-flush"))
+    kinds = [e.kind for e in decisions[0].events]  # type: ignore[union-attr]
+    assert kinds == ["award_keyed"]
+    # ...but an award keyed ahead of it in the counter-clockwise order reprices it.
+    state, decisions = run(params, state, KeyHand(seat=6, hand="straight-flush"))
+    events = decisions[0].events  # type: ignore[union-attr]
+    assert [(e.kind, e.seat) for e in events] == [
+        ("award_reversed", 2),
+        ("award_reversed", 4),
+        ("award_keyed", 6),
+        ("award_keyed", 4),
+        ("award_keyed", 2),
+    ]
+    assert [a.seat for a in state.awards] == [6, 4, 2]
+
+
+def test_a_confirmed_award_cannot_be_turned_off_and_blocks_void() -> None:
+    params = table()
+    state, decisions = run(
+        params,
+        fresh(params),
+        Sensors(present=frozenset({1})),
+        Lock(),
+        KeyHand(seat=1, hand="akq-spades"),
+        Confirm(),
+        KeyHand(seat=1, hand="akq-spades"),
+        Void(),
+    )
+    assert [d.accepted for d in decisions] == [True, True, True, True, False, False]
+    assert decisions[4].code == "award-confirmed"  # type: ignore[union-attr]
+    assert decisions[5].code == "award-confirmed"  # type: ignore[union-attr]
+
+
+def test_confirm_needs_the_supervisor_key() -> None:
+    params = table()
+    state, decisions = run(
+        params,
+        fresh(params),
+        Sensors(present=frozenset({1})),
+        Lock(),
+        KeyHand(seat=1, hand="akq-spades"),
+        Confirm(supervisor=False),
+    )
+    assert decisions[-1].code == "supervisor-required"  # type: ignore[union-attr]
+    assert state.pending
+
+
+def test_late_bets_are_reported_and_change_nothing() -> None:
+    params = table(rate="0.1")
+    state, _ = run(params, fresh(params), Sensors(present=frozenset({1})), Lock())
+    balances = state.balances
+    state, decisions = run(params, state, Sensors(present=frozenset({1, 5})))
+    kinds = [(e.kind, e.seat) for e in decisions[0].events]  # type: ignore[union-attr]
+    assert ("late_bet", 5) in kinds
+    assert state.locked == {1} and state.balances == balances
+    # The dealer collecting the locked wager is expected: no late-bet report for seat 1.
+    state, decisions = run(params, state, Sensors(present=frozenset({5})))
+    assert [e.kind for e in decisions[0].events] == ["sensors_changed"]  # type: ignore[union-attr]
+
+
+def test_every_event_round_trips_through_json_and_replay_rebuilds_the_state() -> None:
+    params = table("pmg-01", rate="0.1", reserve_rate="0.02")
+    start = initial_state(params)
+    events = list(start.events)
+    state = start.state
+    script = [
+        Sensors(present=frozenset({1, 2, 3})),
+        Lock(),
+        SamePlayer(seats=frozenset({1, 2})),
+        KeyHand(seat=3, hand="straight-flush"),
+        KeyHand(seat=1, hand="royal-flush"),
+        Reject(),
+        Confirm(),
+        KeyHand(seat=2, hand="flush"),
+        Reconcile(),
+        Sensors(present=frozenset({4})),
+        Lock(),
+        KeyHand(seat=4, hand="royal-flush"),
+        Void(),
+    ]
+    for command in script:
+        decision = decide(params, state, command)
+        assert decision.accepted, decision
+        events.extend(decision.events)
+        state = decision.state
+    replayed = TableState()
+    for event in events:
+        copy = event_from_dict(event_to_dict(event))
+        assert copy == event
+        assert sum(p.units for p in event.postings) == 0
+        replayed = evolve(replayed, copy)
+    assert replayed == state
