@@ -1,0 +1,1 @@
+"""MQTT adapter: topics and payloads for the meter signs, and the outbox publisher."""

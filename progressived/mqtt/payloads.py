@@ -1,0 +1,199 @@
+"""Topics and JSON payloads for the signs. Pure: no I/O.
+
+Topic names and JSON keys are contracts with the signs (docs/mqtt.md):
+
+* ``<prefix>/meter/<meter-id>`` — retained, QoS 1: the meter as a sign shows it;
+* ``<prefix>/table/<table-id>/status`` — retained: online / offline (the last will);
+* ``<prefix>/table/<table-id>/event`` — QoS 1: what happened, each with its ledger ``seq``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from progressived.engine import TableState, accounts
+from progressived.engine.events import (
+    AwardConfirmed,
+    AwardKeyed,
+    AwardReversed,
+    EnvyPaid,
+    Event,
+    HandKeyed,
+    HandUnkeyed,
+    LateBet,
+    RoundLocked,
+    RoundReconciled,
+    RoundVoided,
+    TableClosed,
+    TableOpened,
+    TrayPaid,
+)
+from progressived.money import cents, display
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    prefix: str
+    table_id: str
+
+    def meter(self, meter_id: str) -> str:
+        return f"{self.prefix}/meter/{meter_id}"
+
+    @property
+    def status(self) -> str:
+        return f"{self.prefix}/table/{self.table_id}/status"
+
+    @property
+    def event(self) -> str:
+        return f"{self.prefix}/table/{self.table_id}/event"
+
+
+def dumps(payload: Mapping[str, Any]) -> str:
+    """Compact, key-sorted JSON: the same payload always has the same bytes."""
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True)
+
+
+def meter_state(state: TableState, meter_id: str, board_online: bool = True) -> str:
+    """``open``, ``pending`` (an award awaits the supervisor) or ``closed``."""
+    if state.meter_pending(meter_id):
+        return "pending"
+    if state.closed or not board_online:
+        return "closed"
+    return "open"
+
+
+def meter_payload(
+    *, table_id: str, meter_id: str, units: int, seq: int, state: str, ts: str
+) -> dict[str, Any]:
+    return {
+        "meter": meter_id,
+        "table": table_id,
+        "cents": cents(units),
+        "display": display(units),
+        "seq": seq,
+        "state": state,
+        "ts": ts,
+    }
+
+
+def status_payload(
+    *, table_id: str, online: bool, ts: str = "", version: str = ""
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"table": table_id, "status": "online" if online else "offline"}
+    if ts:
+        out["ts"] = ts
+    if version:
+        out["version"] = version
+    return out
+
+
+def _base(kind: str, table_id: str, seq: int, event: Event) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "table": table_id,
+        "seq": seq,
+        "round": event.round,
+        "seat": event.seat,
+        "ts": event.at,
+    }
+
+
+def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | None:
+    """The sign-facing form of an engine event, or ``None`` for events signs do not need.
+
+    Amounts are whole cents (``*_cents``); ``seq`` is the event's ledger sequence number,
+    so a subscriber recognises a repeat after a reconnect.
+    """
+    match event:
+        case RoundLocked(seats=seats):
+            return {**_base("round_locked", table_id, seq, event), "seats": list(seats)}
+        case AwardKeyed():
+            return {
+                **_base("award_keyed", table_id, seq, event),
+                "hand": event.hand,
+                "meter": event.meter,
+                "cents": cents(event.units),
+                "meter_before_cents": cents(event.meter_before),
+                "meter_after_cents": cents(event.meter_after),
+                "reset": bool(event.reset_seed),
+            }
+        case AwardReversed():
+            kind = {"rejected": "award_rejected", "unkeyed": "award_unkeyed"}.get(
+                event.reason, "award_reversed"
+            )
+            return {
+                **_base(kind, table_id, seq, event),
+                "hand": event.hand,
+                "meter": event.meter,
+                "cents": cents(event.units),
+                "meter_before_cents": cents(event.meter_before),
+                "meter_after_cents": cents(event.meter_after),
+                "reason": event.reason,
+            }
+        case AwardConfirmed():
+            return {
+                **_base("award_confirmed", table_id, seq, event),
+                "hand": event.hand,
+                "meter": event.meter,
+                "cents": cents(event.units),
+                "by": event.by,
+            }
+        case HandKeyed():
+            return {
+                **_base("hand_keyed", table_id, seq, event),
+                "hand": event.hand,
+                "source": event.source,
+                "cents": cents(event.units),
+            }
+        case HandUnkeyed():
+            return {**_base("hand_unkeyed", table_id, seq, event), "hand": event.hand}
+        case EnvyPaid():
+            return {
+                **_base("envy", table_id, seq, event),
+                "hand": event.hand,
+                "from_seat": event.from_seat,
+                "cents": cents(event.units),
+            }
+        case TrayPaid():
+            return {
+                **_base("tray_paid", table_id, seq, event),
+                "hand": event.hand,
+                "cents": cents(event.units),
+            }
+        case RoundReconciled():
+            return {
+                **_base("round_reconciled", table_id, seq, event),
+                "settlement": [
+                    {
+                        "seat": p.seat,
+                        "hand": p.hand,
+                        "source": p.source,
+                        "cents": cents(p.units),
+                        **({"from_seat": p.from_seat} if p.source == "envy" else {}),
+                    }
+                    for p in event.settlement
+                ],
+            }
+        case RoundVoided():
+            return {**_base("round_voided", table_id, seq, event), "by": event.by}
+        case TableClosed(reason=reason):
+            return {**_base("table_closed", table_id, seq, event), "reason": reason}
+        case TableOpened(reason=reason):
+            return {**_base("table_opened", table_id, seq, event), "reason": reason}
+        case LateBet(present=present):
+            return {**_base("late_bet", table_id, seq, event), "present": present}
+    return None
+
+
+def system_payload(
+    kind: str, table_id: str, seq: int, ts: str, detail: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A system event a sign should show (board offline/online, errors, rejected keys)."""
+    return {"kind": kind, "table": table_id, "seq": seq, "ts": ts, **detail}
+
+
+def meter_units(state: TableState, meter_id: str) -> int:
+    return state.balance(accounts.meter(meter_id))

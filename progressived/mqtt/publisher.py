@@ -1,0 +1,244 @@
+"""Publishes the outbox and the meters to the broker, and keeps the table's status.
+
+* Events leave only through the ledger's outbox (written in the same transaction as their
+  ledger rows) and are acknowledged — removed from the outbox — only after the broker's
+  PUBACK. A broker outage or a restart therefore loses none; a repeat carries the same
+  ledger ``seq`` so a subscriber recognises it.
+* Meter values are retained and coalesced to ``meter_max_rate_hz``; the latest value is
+  always delivered, and every (re)connection republishes them.
+* Each connection attempt uses a fresh ``aiomqtt.Client``: reusing one after a disconnect
+  can report "connected" before the broker has acknowledged. Attempts back off
+  exponentially up to ``reconnect_max_s``.
+* The last will marks the table offline if the daemon dies; a clean stop publishes the
+  same offline status itself before disconnecting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiomqtt
+import structlog
+
+from progressived.mqtt.payloads import Topics, dumps, status_payload
+from progressived.mqtt.settings import MqttSettings
+
+log = structlog.get_logger("progressived.mqtt")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMessage:
+    id: int
+    topic: str
+    payload: str
+    qos: int
+    retain: bool
+
+
+class Outbox(Protocol):
+    """The ledger's outbox, reached from the event loop."""
+
+    async def pending(self, limit: int) -> Sequence[PendingMessage]: ...
+
+    async def ack(self, ids: Sequence[int]) -> None: ...
+
+
+class PublisherHooks(Protocol):
+    def broker_up(self, up: bool) -> None: ...
+
+    def published(self, topic: str, first_seen: float | None) -> None: ...
+
+
+class _NoHooks:
+    def broker_up(self, up: bool) -> None:
+        return None
+
+    def published(self, topic: str, first_seen: float | None) -> None:
+        return None
+
+
+class SignPublisher:
+    """Drains the outbox and keeps the retained meters and status current."""
+
+    def __init__(
+        self,
+        settings: MqttSettings,
+        topics: Topics,
+        outbox: Outbox,
+        *,
+        version: str = "",
+        clock: Callable[[], str] = lambda: "",
+        hooks: PublisherHooks | None = None,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.outbox = outbox
+        self.version = version
+        self.clock = clock
+        self.hooks = hooks or _NoHooks()
+        self.connected = False
+        self.attempts = 0
+        self._wake = asyncio.Event()
+        self._meters: dict[str, dict[str, Any]] = {}
+        self._dirty: set[str] = set()
+        self._last_sent: dict[str, float] = {}
+        self._first_seen: dict[str, float] = {}
+        self._stopping = False
+        self._stop_event = asyncio.Event()
+        self._client: aiomqtt.Client | None = None
+
+    # ---------------------------------------------------------------- inputs
+    def wake(self) -> None:
+        """New rows are in the outbox."""
+        self._wake.set()
+
+    def set_meter(self, meter_id: str, payload: Mapping[str, Any]) -> None:
+        """The meter's latest value; published at most ``meter_max_rate_hz`` times a second."""
+        if self._meters.get(meter_id) == payload:
+            return
+        self._meters[meter_id] = dict(payload)
+        self._dirty.add(meter_id)
+        self._first_seen.setdefault(meter_id, time.perf_counter())
+        self._wake.set()
+
+    # ---------------------------------------------------------------- loop
+    def _client_for_attempt(self) -> aiomqtt.Client:
+        s = self.settings
+        tls_params = None
+        tls_insecure = None
+        if s.tls is not None:
+            tls_params = aiomqtt.TLSParameters(
+                ca_certs=str(s.tls.ca_certs) if s.tls.ca_certs else None,
+                certfile=str(s.tls.certfile) if s.tls.certfile else None,
+                keyfile=str(s.tls.keyfile) if s.tls.keyfile else None,
+                cert_reqs=ssl.CERT_REQUIRED,
+            )
+            tls_insecure = s.tls.insecure
+        will = aiomqtt.Will(
+            topic=self.topics.status,
+            payload=dumps(status_payload(table_id=self.topics.table_id, online=False)),
+            qos=1,
+            retain=True,
+        )
+        return aiomqtt.Client(
+            hostname=s.host,
+            port=s.port,
+            identifier=s.client_id or f"progressived-{self.topics.table_id}",
+            username=s.username,
+            password=s.resolved_password(),
+            will=will,
+            keepalive=s.keepalive_s,
+            tls_params=tls_params,
+            tls_insecure=tls_insecure,
+            timeout=s.publish_timeout_s,
+        )
+
+    async def run(self) -> None:
+        """Connect, publish, reconnect with backoff; returns only after :meth:`stop`."""
+        delay = self.settings.reconnect_initial_s
+        while not self._stopping:
+            self.attempts += 1
+            client = self._client_for_attempt()
+            try:
+                async with client:
+                    self._client = client
+                    self._set_connected(True)
+                    delay = self.settings.reconnect_initial_s
+                    await client.publish(
+                        self.topics.status,
+                        dumps(
+                            status_payload(
+                                table_id=self.topics.table_id,
+                                online=True,
+                                ts=self.clock(),
+                                version=self.version,
+                            )
+                        ),
+                        qos=1,
+                        retain=True,
+                    )
+                    self._dirty.update(self._meters)
+                    await self._pump(client)
+            except aiomqtt.MqttError as exc:
+                if not self._stopping:
+                    log.warning("broker unreachable", error=str(exc), retry_in_s=round(delay, 2))
+            finally:
+                self._client = None
+                self._set_connected(False)
+            if self._stopping:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
+            delay = min(self.settings.reconnect_max_s, delay * 2)
+
+    def _set_connected(self, up: bool) -> None:
+        if up != self.connected:
+            self.connected = up
+            self.hooks.broker_up(up)
+            log.info("broker connected" if up else "broker disconnected")
+
+    async def _pump(self, client: aiomqtt.Client) -> None:
+        interval = 1.0 / self.settings.meter_max_rate_hz
+        timeout = self.settings.publish_timeout_s
+        while not self._stopping:
+            self._wake.clear()
+            # Events first, in ledger order; acknowledged only after the broker's PUBACK.
+            while rows := await self.outbox.pending(100):
+                done: list[int] = []
+                try:
+                    for row in rows:
+                        await client.publish(
+                            row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
+                        )
+                        done.append(row.id)
+                        self.hooks.published(row.topic, None)
+                finally:
+                    if done:
+                        await self.outbox.ack(done)
+            # Meters: the latest value, no faster than the configured rate.
+            now = time.monotonic()
+            next_due: float | None = None
+            for meter_id in sorted(self._dirty):
+                due = self._last_sent.get(meter_id, 0.0) + interval
+                if due > now:
+                    next_due = due if next_due is None else min(next_due, due)
+                    continue
+                payload = self._meters[meter_id]
+                await client.publish(
+                    self.topics.meter(meter_id), dumps(payload), qos=1, retain=True, timeout=timeout
+                )
+                self._last_sent[meter_id] = time.monotonic()
+                self._dirty.discard(meter_id)
+                topic = self.topics.meter(meter_id)
+                self.hooks.published(topic, self._first_seen.pop(meter_id, None))
+            wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
+            if self._wake.is_set():
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    async def stop(self) -> None:
+        """Publish the offline status (a clean stop sends no last will) and disconnect."""
+        client = self._client
+        if client is not None and self.connected:
+            try:
+                await client.publish(
+                    self.topics.status,
+                    dumps(
+                        status_payload(table_id=self.topics.table_id, online=False, ts=self.clock())
+                    ),
+                    qos=1,
+                    retain=True,
+                    timeout=2.0,
+                )
+            except aiomqtt.MqttError as exc:
+                log.warning("could not publish offline status", error=str(exc))
+        self._stopping = True
+        self._stop_event.set()
+        self._wake.set()

@@ -1,0 +1,41 @@
+"""The ``[mqtt]`` configuration section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TlsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ca_certs: Path | None = None
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    insecure: bool = False
+
+
+class MqttSettings(BaseModel):
+    """How the daemon reaches the broker that feeds the meter signs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=1883, ge=1, le=65535)
+    prefix: str = Field(default="progressive", pattern=r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
+    client_id: str | None = None
+    username: str | None = None
+    password: str | None = None
+    password_file: Path | None = None
+    tls: TlsSettings | None = None
+    keepalive_s: int = Field(default=15, ge=5, le=600)
+    meter_max_rate_hz: float = Field(default=4.0, gt=0, le=100)
+    reconnect_initial_s: float = Field(default=0.5, gt=0, le=60)
+    reconnect_max_s: float = Field(default=30.0, gt=0, le=600)
+    publish_timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    def resolved_password(self) -> str | None:
+        if self.password_file is not None:
+            return self.password_file.read_text().strip()
+        return self.password
