@@ -96,9 +96,7 @@ def _brute_best(cards: tuple[int, ...]) -> str:
         ranks = sorted(c // 4 for c in five)
         suits = {c % 4 for c in five}
         counts = sorted((ranks.count(r) for r in set(ranks)), reverse=True)
-        straight = len(set(ranks)) == 5 and (
-            ranks[4] - ranks[0] == 4 or ranks == [0, 1, 2, 3, ACE]
-        )
+        straight = len(set(ranks)) == 5 and (ranks[4] - ranks[0] == 4 or ranks == [0, 1, 2, 3, ACE])
         if straight and len(suits) == 1:
             cat = "royal-flush" if ranks[0] == ACE - 4 else "straight-flush"
         elif counts[0] == 4:
