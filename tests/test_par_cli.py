@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from progressived.cli.ctl import main
+from progressived.par.sheet import ParInputs, build_sheet, decimal_text
+from progressived.paytable import available_paytables, find_paytable
 
 ALL_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
 
@@ -81,3 +84,29 @@ def test_text_output_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["par", "tcp-sd-1", "--meter-rate", "0.9", "--reserve-rate", "0.2"]) == 2
     assert main(["par", "pmg-01"]) == 0
     assert "WARNING" in capsys.readouterr().out
+
+
+def test_every_shipped_paytable_is_covered() -> None:
+    assert sorted(ALL_IDS) == available_paytables()
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "par.md"
+
+
+def test_docs_figures_table_matches_the_sheet() -> None:
+    """docs/par.md section 6 quotes returns and break-even meters: keep them true."""
+    rows = {}
+    for line in DOCS.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells and cells[0] in ALL_IDS and len(cells) == 6:
+            rows[cells[0]] = cells
+    assert sorted(rows) == sorted(ALL_IDS)
+    for table_id, cells in rows.items():
+        sheet = build_sheet(find_paytable(table_id), ParInputs(envy_players=1))
+        assert cells[1].strip("*") == decimal_text(sheet.player_return * 100, 3) + "%"
+        assert sheet.break_even_meter is not None
+        if sheet.warnings:
+            assert cells[2].startswith("$0")
+        else:
+            cents = -(-sheet.break_even_meter // 10_000)
+            assert cells[2] == f"${cents // 100:,}.{cents % 100:02d}"

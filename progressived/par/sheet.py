@@ -133,6 +133,13 @@ def return_at(sheet: ParSheet, meter: Fraction) -> Fraction:
     return sheet.tray_return + sheet.meter_coefficient * meter / sheet.wager
 
 
+def _meter_readings(paytable: Paytable) -> list[str]:
+    if len(paytable.meters) > 1:
+        names = ", ".join(sorted(paytable.meters))
+        return [f"percentages of every meter ({names}) are taken of the one --meter amount"]
+    return []
+
+
 def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
     """Compute the sheet. Raises :class:`ParError` for impossible inputs."""
     if inputs.meter_units < 0:
@@ -195,7 +202,7 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
         paytable=paytable,
         inputs=inputs,
         lines=tuple(lines),
-        readings=tuple(readings(classes, paytable)),
+        readings=tuple(_meter_readings(paytable) + readings(classes, paytable)),
         tray_return=tray_return,
         meter_coefficient=coefficient,
         player_return=player_return,
