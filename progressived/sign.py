@@ -1,0 +1,178 @@
+"""A terminal meter sign: subscribes as a real sign would and draws the meter in big digits.
+
+The view (:class:`SignView`) is pure — messages in, text out — so it is tested without a
+terminal; :func:`run_sign` is the MQTT loop around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import aiomqtt
+
+_FONT: dict[str, tuple[str, ...]] = {
+    "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
+    "1": ("  #  ", " ##  ", "  #  ", "  #  ", " ### "),
+    "2": (" ### ", "#   #", "  ## ", " #   ", "#####"),
+    "3": ("#### ", "    #", " ### ", "    #", "#### "),
+    "4": ("#   #", "#   #", "#####", "    #", "    #"),
+    "5": ("#####", "#    ", "#### ", "    #", "#### "),
+    "6": (" ### ", "#    ", "#### ", "#   #", " ### "),
+    "7": ("#####", "    #", "   # ", "  #  ", "  #  "),
+    "8": (" ### ", "#   #", " ### ", "#   #", " ### "),
+    "9": (" ### ", "#   #", " ####", "    #", " ### "),
+    "$": (" ####", "# #  ", " ### ", "  # #", "#### "),
+    ",": ("   ", "   ", "   ", " # ", "#  "),
+    ".": ("  ", "  ", "  ", "  ", "# "),
+    "-": ("     ", "     ", "#####", "     ", "     "),
+}
+
+
+def big(text: str) -> str:
+    """``text`` in five-row block letters (digits, $, comma, point)."""
+    rows = ["", "", "", "", ""]
+    for char in text:
+        glyph = _FONT.get(char, ("   ",) * 5)
+        for index in range(5):
+            rows[index] += glyph[index] + " "
+    return "\n".join(row.rstrip() for row in rows)
+
+
+@dataclass
+class SignView:
+    """What one sign shows for one meter, updated from MQTT messages."""
+
+    prefix: str
+    meter_id: str
+    display: str = "----"
+    state: str = "waiting"
+    seq: int = -1
+    tables: dict[str, str] = field(default_factory=dict)
+    banner: str = ""
+    banner_until: float = 0.0
+    seen_events: set[tuple[str, int]] = field(default_factory=set)
+
+    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
+        """Take one message; returns whether the view changed. Bad payloads are ignored."""
+        now = time.monotonic() if now is None else now
+        try:
+            data: dict[str, Any] = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            return False
+        if not isinstance(data, dict):
+            return False
+        parts = topic.split("/")
+        if topic == f"{self.prefix}/meter/{self.meter_id}":
+            seq = data.get("seq")
+            if isinstance(seq, int) and seq < self.seq:
+                return False  # an older value delivered late
+            self.seq = seq if isinstance(seq, int) else self.seq
+            self.display = str(data.get("display", self.display))
+            self.state = str(data.get("state", self.state))
+            return True
+        if len(parts) >= 2 and parts[-1] == "status":
+            self.tables[parts[-2]] = str(data.get("status", "?"))
+            return True
+        if len(parts) >= 2 and parts[-1] == "event":
+            key = (str(data.get("table")), int(data.get("seq", -1)))
+            if key in self.seen_events:
+                return False  # a repeat after a reconnect: same ledger seq
+            self.seen_events.add(key)
+            kind = data.get("kind")
+            if kind in ("award_keyed", "award_confirmed") and data.get("meter") == self.meter_id:
+                amount = (
+                    f"${int(data.get('cents', 0)) // 100:,}.{int(data.get('cents', 0)) % 100:02d}"
+                )
+                verb = "WINNER" if kind == "award_keyed" else "PAID"
+                self.banner = (
+                    f"*** {verb}: table {data.get('table')} seat {data.get('seat')} "
+                    f"{data.get('hand')} {amount} ***"
+                )
+                self.banner_until = now + 30.0
+                return True
+            if kind == "award_rejected" and data.get("meter") == self.meter_id:
+                self.banner = f"award at table {data.get('table')} seat {data.get('seat')} rejected"
+                self.banner_until = now + 10.0
+                return True
+        return False
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.tables) and all(v != "online" for v in self.tables.values())
+
+    def status_line(self) -> str:
+        if self.offline:
+            return "OFFLINE"
+        return {"pending": "PENDING", "closed": "CLOSED", "open": "", "waiting": "waiting..."}.get(
+            self.state, self.state.upper()
+        )
+
+    def render(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        lines = [f"progressive {self.meter_id}", "", big(self.display), ""]
+        status = self.status_line()
+        if status:
+            lines.append(f"[ {status} ]")
+        if self.banner and now < self.banner_until:
+            lines.append(self.banner)
+        tables = ", ".join(f"{t}: {s}" for t, s in sorted(self.tables.items()))
+        if tables:
+            lines.append(f"tables - {tables}")
+        return "\n".join(lines)
+
+    def plain(self) -> str:
+        """One line per update, for logs and tests."""
+        status = self.status_line() or "OPEN"
+        banner = f" {self.banner}" if self.banner else ""
+        return f"{self.meter_id} {self.display} {status}{banner}"
+
+
+async def run_sign(
+    host: str,
+    port: int,
+    prefix: str,
+    meter_id: str,
+    *,
+    out: TextIO = sys.stdout,
+    plain: bool = False,
+    count: int | None = None,
+    reconnect_s: float = 1.0,
+) -> int:
+    """Subscribe and draw until interrupted (or after ``count`` updates)."""
+    view = SignView(prefix, meter_id)
+    updates = 0
+    while True:
+        try:
+            async with aiomqtt.Client(host, port, identifier=None) as client:
+                await client.subscribe(f"{prefix}/meter/{meter_id}", qos=1)
+                await client.subscribe(f"{prefix}/table/+/status", qos=1)
+                await client.subscribe(f"{prefix}/table/+/event", qos=1)
+                async for message in client.messages:
+                    payload = message.payload
+                    if not isinstance(payload, (bytes, bytearray)):
+                        continue
+                    if not view.apply(str(message.topic), bytes(payload)):
+                        continue
+                    updates += 1
+                    if plain:
+                        out.write(view.plain() + "\n")
+                    else:
+                        out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+                    out.flush()
+                    if count is not None and updates >= count:
+                        return 0
+        except aiomqtt.MqttError:
+            view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
+                "?": "broker unreachable"
+            }
+            if plain:
+                out.write(f"{meter_id} broker unreachable\n")
+            else:
+                out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+            out.flush()
+            await asyncio.sleep(reconnect_s)
