@@ -15,7 +15,7 @@ import os
 import secrets
 import shlex
 import tty
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from drivers import protocol as p
@@ -89,6 +89,8 @@ class BoardSimulator:
         self._task: asyncio.Task[None] | None = None
         self._last_controller_rx: float | None = None
         self._failsafe = False
+        self._streaming = False
+        self._deferred: list[bytes] = []
         self._boot()
 
     # ------------------------------------------------------------------ state
@@ -167,6 +169,9 @@ class BoardSimulator:
         """Bytes on the line exactly as given (noise, crafted or replayed frames)."""
         if not self.plugged or self._master is None:
             return
+        if self._streaming:
+            self._deferred.append(bytes(data))
+            return
         view = memoryview(data)
         while view:
             try:
@@ -177,6 +182,40 @@ class BoardSimulator:
             except OSError:
                 return
             view = view[written:]
+
+    async def send_frames(self, frames: Iterable[bytes], piece: int = 4096) -> None:
+        """Write many whole frames without dropping any (waits while the pty is full).
+
+        Frames the board sends meanwhile (heartbeats) go on the line between pieces, never
+        inside a frame. Used for floods and fuzzing.
+        """
+        self._streaming = True
+        try:
+            batch: list[bytes] = []
+            size = 0
+            for frame in frames:
+                batch.append(frame)
+                size += len(frame)
+                if size >= piece:
+                    await self._write_all(b"".join(batch))
+                    batch, size = [], 0
+            await self._write_all(b"".join(batch))
+        finally:
+            self._streaming = False
+
+    async def _write_all(self, data: bytes) -> None:
+        chunks = [data]
+        while chunks:
+            view = memoryview(chunks.pop(0))
+            while view and self.plugged and self._master is not None:
+                try:
+                    view = view[os.write(self._master, view) :]
+                except BlockingIOError:
+                    await asyncio.sleep(0.001)
+                except OSError:
+                    return
+            chunks += self._deferred  # frames the board sent meanwhile, whole
+            self._deferred.clear()
 
     def frame(self, msg: p.Message, seq: int | None = None) -> bytes:
         """The wire bytes of ``msg`` with the next sequence number (or ``seq``)."""
