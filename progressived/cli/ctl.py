@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from progressived.cli import par_cmd, sign_cmd, simulate_cmd
+from progressived.cli import board_cmd, par_cmd, sign_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_cmd.register(sub)
     par_cmd.register(sub)
     sign_cmd.register(sub)
+    board_cmd.register(sub)
     return parser
 
 

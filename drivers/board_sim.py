@@ -1,0 +1,468 @@
+"""A table sensor board simulated on a pseudo-terminal, speaking the board side of protocol v1.
+
+The daemon and the tests reach it through the real serial driver: the simulator owns the
+master side of a pty and the driver opens the slave path (or the ``link`` symlink to it,
+which plays the part of ``/dev/serial/by-id/...``). ``unplug()`` closes the pty and removes
+the link, so the driver sees the device disappear; ``replug()`` makes a new pty at the same
+link. Used by ``progressivectl simulate-board`` and by the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shlex
+import tty
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from drivers import protocol as p
+from progressived.engine.state import Light
+
+SIM_COMMANDS_HELP = """\
+bet SEAT | place SEAT     a progressive wager appears on SEAT's sensor
+unbet SEAT | remove SEAT  the wager leaves SEAT's sensor
+key CODE | press CODE     press a keypad key (code as in the keypad map, e.g. LOCK, S3, H1)
+supervisor on|off         turn the supervisor key switch
+unplug | replug           pull / put back the USB cable (the pty disappears / comes back)
+freeze | thaw             the board hangs (sends nothing, reads nothing) / recovers
+reboot                    the board restarts (new boot id, sequences restart)
+noise N                   send N random bytes on the line
+error CODE TEXT           the board reports an error
+sleep SECONDS             wait
+lights | status           print the lights / the board's state
+quit                      stop the simulator
+# ...                     a comment"""
+
+LIGHT_OF_CODE = {code: Light[code.name] for code in p.LightCode}
+
+
+def format_lights(lights: dict[int, Light]) -> str:
+    return "lights " + " ".join(f"{seat}={lights[seat].value}" for seat in sorted(lights))
+
+
+class SimCommandError(ValueError):
+    """A simulator command line that cannot be run."""
+
+
+class BoardSimulator:
+    """The board side of the protocol on a pty. Create and use it inside a running loop."""
+
+    def __init__(
+        self,
+        *,
+        board_id: str = "SIM-1",
+        seats: int = 7,
+        link: str | Path | None = None,
+        heartbeat_interval_s: float = 1.0,
+        state_every: int = 5,
+        on_output: Callable[[str], None] | None = None,
+    ) -> None:
+        if not 1 <= seats <= p.MAX_SEATS:
+            raise ValueError(f"seats must be 1..{p.MAX_SEATS}")
+        self.board_id = board_id
+        self.seats = seats
+        self.link = Path(link) if link is not None else None
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.state_every = max(1, state_every)
+        self.on_output = on_output
+        self.present: set[int] = set()
+        self.supervisor_on = False
+        self.frozen = False
+        self.plugged = False
+        self.path: str | None = None
+        self.counters: dict[str, int] = {
+            "frames_sent": 0,
+            "tx_dropped": 0,
+            "lights_received": 0,
+            "key_acks": 0,
+            "controller_hellos": 0,
+            "stale_frames": 0,
+            "bad_payload": 0,
+        }
+        self._lights: dict[int, Light] = dict.fromkeys(range(1, seats + 1), Light.CLOSED)
+        self._master: int | None = None
+        self._slave: int | None = None
+        self._decoder = p.FrameDecoder()
+        self._task: asyncio.Task[None] | None = None
+        self._last_controller_rx: float | None = None
+        self._failsafe = False
+        self._streaming = False
+        self._deferred: list[bytes] = []
+        self._boot()
+
+    # ------------------------------------------------------------------ state
+
+    def _boot(self) -> None:
+        self.boot_id = secrets.randbits(32)
+        self.key_seq = 0
+        self.key_acked = 0
+        self.pending: list[tuple[int, str]] = []
+        self.tx_seq = 0
+        self._rx_seq: int | None = None
+
+    @property
+    def lights(self) -> dict[int, Light]:
+        return dict(self._lights)
+
+    @property
+    def decoder_counters(self) -> dict[str, int]:
+        return dict(self._decoder.counters)
+
+    def _out(self, line: str) -> None:
+        if self.on_output is not None:
+            self.on_output(line)
+
+    # ------------------------------------------------------------------ pty
+
+    async def start(self) -> str:
+        """Create the pty (and the link), say hello; returns the path the driver opens."""
+        path = self._open()
+        self._task = asyncio.get_running_loop().create_task(self._beat())
+        return path
+
+    def _open(self) -> str:
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        os.set_blocking(master, False)
+        self._master, self._slave = master, slave
+        self.path = os.ttyname(slave)
+        if self.link is not None:
+            tmp = self.link.with_name(self.link.name + ".tmp")
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            tmp.symlink_to(self.path)
+            tmp.replace(self.link)
+        self.plugged = True
+        self._decoder.reset()
+        asyncio.get_running_loop().add_reader(master, self._readable)
+        self._hello()
+        return str(self.link) if self.link is not None else self.path
+
+    def _close(self) -> None:
+        if self._master is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._master)
+            for fd in (self._master, self._slave):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        self._master = self._slave = None
+        self.plugged = False
+        if self.link is not None and self.link.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                self.link.unlink()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._close()
+
+    # ------------------------------------------------------------------ sending
+
+    def send_raw(self, data: bytes) -> None:
+        """Bytes on the line exactly as given (noise, crafted or replayed frames)."""
+        if not self.plugged or self._master is None:
+            return
+        if self._streaming:
+            self._deferred.append(bytes(data))
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._master, view)
+            except BlockingIOError:
+                self.counters["tx_dropped"] += len(view)  # nobody reading: the UART drops
+                return
+            except OSError:
+                return
+            view = view[written:]
+
+    async def send_frames(self, frames: Iterable[bytes], piece: int = 4096) -> None:
+        """Write many whole frames without dropping any (waits while the pty is full).
+
+        Frames the board sends meanwhile (heartbeats) go on the line between pieces, never
+        inside a frame. Used for floods and fuzzing.
+        """
+        self._streaming = True
+        try:
+            batch: list[bytes] = []
+            size = 0
+            for frame in frames:
+                batch.append(frame)
+                size += len(frame)
+                if size >= piece:
+                    await self._write_all(b"".join(batch))
+                    batch, size = [], 0
+            await self._write_all(b"".join(batch))
+        finally:
+            self._streaming = False
+
+    async def _write_all(self, data: bytes) -> None:
+        chunks = [data]
+        while chunks:
+            view = memoryview(chunks.pop(0))
+            while view and self.plugged and self._master is not None:
+                try:
+                    view = view[os.write(self._master, view) :]
+                except BlockingIOError:
+                    await asyncio.sleep(0.001)
+                except OSError:
+                    return
+            chunks += self._deferred  # frames the board sent meanwhile, whole
+            self._deferred.clear()
+
+    def frame(self, msg: p.Message, seq: int | None = None) -> bytes:
+        """The wire bytes of ``msg`` with the next sequence number (or ``seq``)."""
+        if seq is None:
+            self.tx_seq = (self.tx_seq + 1) % p.SEQ_MOD
+            seq = self.tx_seq
+        return p.encode_message(msg, seq)
+
+    def send(self, msg: p.Message) -> bytes:
+        data = self.frame(msg)
+        if not self.frozen:
+            self.send_raw(data)
+            self.counters["frames_sent"] += 1
+        return data
+
+    def _hello(self) -> None:
+        self.send(p.Hello(self.board_id, self.boot_id, self.seats, self.key_acked))
+        self._send_state()
+
+    def _send_state(self) -> None:
+        self.send(p.State(self.seats, frozenset(self.present), self.supervisor_on))
+
+    def _send_pending(self) -> None:
+        for key_seq, code in self.pending:
+            self.send(p.Key(key_seq, code))
+
+    async def _beat(self) -> None:
+        count = 0
+        while True:
+            await asyncio.sleep(self.heartbeat_interval_s)
+            if not self.plugged or self.frozen:
+                continue
+            count += 1
+            self.send(p.Heartbeat())
+            if count % self.state_every == 0:
+                self._send_state()
+            self._send_pending()
+            self._check_failsafe()
+
+    def _check_failsafe(self) -> None:
+        """No word from the controller for 3 heartbeats: show the table closed."""
+        now = asyncio.get_running_loop().time()
+        last = self._last_controller_rx
+        silent = last is None or now - last > 3 * self.heartbeat_interval_s
+        if silent and not self._failsafe:
+            self._failsafe = True
+            if last is not None:
+                self._show(
+                    dict.fromkeys(range(1, self.seats + 1), Light.CLOSED), "controller silent"
+                )
+
+    def _show(self, lights: dict[int, Light], why: str = "") -> None:
+        if lights != self._lights:
+            self._lights = lights
+            self._out(format_lights(lights) + (f"  ({why})" if why else ""))
+
+    # ------------------------------------------------------------------ receiving
+
+    def _readable(self) -> None:
+        if self._master is None:
+            return
+        try:
+            data = os.read(self._master, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return  # EIO: nobody has the slave open
+        if self.frozen or not data:
+            return
+        for frame in self._decoder.feed(data):
+            self._on_frame(frame)
+
+    def _on_frame(self, frame: p.Frame) -> None:
+        if not frame.type & p.CONTROLLER_BIT:
+            self.counters["bad_payload"] += 1
+            return
+        try:
+            msg = p.decode_message(frame)
+        except p.ProtocolError:
+            self.counters["bad_payload"] += 1
+            return
+        if isinstance(msg, p.ControllerHello):
+            self.counters["controller_hellos"] += 1
+            self._rx_seq = frame.seq
+            self.heartbeat_interval_s = msg.heartbeat_ms / 1000
+            self._controller_alive()
+            self._hello()
+            self._send_pending()
+            return
+        if self._rx_seq is not None and p.seq_diff(frame.seq, self._rx_seq) <= 0:
+            self.counters["stale_frames"] += 1
+            return
+        self._rx_seq = frame.seq
+        self._controller_alive()
+        if isinstance(msg, p.Lights):
+            self.counters["lights_received"] += 1
+            self.send(p.Ack(frame.seq))
+            shown = {
+                seat: LIGHT_OF_CODE[code]
+                for seat, code in enumerate(msg.codes[: self.seats], start=1)
+            }
+            self._show({**dict.fromkeys(range(1, self.seats + 1), Light.IDLE), **shown})
+        elif isinstance(msg, p.KeyAck):
+            self.counters["key_acks"] += 1
+            if msg.key_seq <= self.key_seq:
+                self.key_acked = max(self.key_acked, msg.key_seq)
+                self.pending = [k for k in self.pending if k[0] > msg.key_seq]
+
+    def _controller_alive(self) -> None:
+        self._last_controller_rx = asyncio.get_running_loop().time()
+        self._failsafe = False
+
+    # ------------------------------------------------------------------ the table
+
+    def _seat(self, seat: int) -> int:
+        if not 1 <= seat <= self.seats:
+            raise SimCommandError(f"seat {seat} outside 1..{self.seats}")
+        return seat
+
+    def place_bet(self, seat: int) -> None:
+        self.present.add(self._seat(seat))
+        self._send_state()
+
+    def remove_bet(self, seat: int) -> None:
+        self.present.discard(self._seat(seat))
+        self._send_state()
+
+    def press(self, code: str) -> int:
+        """Press a key; returns its key_seq. Retransmitted until the controller acks it."""
+        if not code or len(code) > p.MAX_CODE_LEN or not code.isascii() or not code.isprintable():
+            raise SimCommandError(f"bad key code {code!r}")
+        self.key_seq += 1
+        self.pending.append((self.key_seq, code))
+        self.send(p.Key(self.key_seq, code))
+        return self.key_seq
+
+    def supervisor(self, on: bool) -> None:
+        self.supervisor_on = on
+        self._send_state()
+
+    def unplug(self) -> None:
+        self._close()
+
+    def replug(self) -> str:
+        if self.plugged:
+            return str(self.link) if self.link is not None else str(self.path)
+        return self._open()
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def thaw(self) -> None:
+        self.frozen = False
+
+    def reboot(self) -> None:
+        """Restart: new boot id, sequences from zero, unacknowledged key presses lost."""
+        self._boot()
+        self._decoder.reset()
+        self._show(dict.fromkeys(range(1, self.seats + 1), Light.CLOSED), "reboot")
+        self._hello()
+
+    def inject_noise(self, count: int) -> None:
+        self.send_raw(os.urandom(count))
+
+    def report_error(self, code: int, text: str) -> None:
+        self.send(p.BoardErrorReport(code, text))
+
+    def status(self) -> str:
+        return (
+            f"board {self.board_id} boot {self.boot_id:08x} "
+            f"{'plugged' if self.plugged else 'unplugged'}{' frozen' if self.frozen else ''} "
+            f"path {self.path} bets {sorted(self.present)} "
+            f"supervisor {'on' if self.supervisor_on else 'off'} "
+            f"key_seq {self.key_seq} pending {len(self.pending)}"
+        )
+
+    # ------------------------------------------------------------------ scripts
+
+    async def run_command(self, line: str) -> bool:
+        """Run one command line; returns False for ``quit``. Raises SimCommandError."""
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            return True
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:
+            raise SimCommandError(f"cannot read line: {exc}") from None
+        verb, args = words[0].lower(), words[1:]
+
+        def want(count: int, usage: str) -> None:
+            if len(args) != count:
+                raise SimCommandError(f"usage: {usage}")
+
+        def number(value: str, kind: type[int] | type[float] = int) -> float:
+            try:
+                out = kind(value)
+            except ValueError:
+                raise SimCommandError(f"not a number: {value!r}") from None
+            if out < 0:
+                raise SimCommandError(f"must not be negative: {value!r}")
+            return out
+
+        if verb in ("bet", "place"):
+            want(1, "bet SEAT")
+            self.place_bet(int(number(args[0])))
+        elif verb in ("unbet", "remove"):
+            want(1, "unbet SEAT")
+            self.remove_bet(int(number(args[0])))
+        elif verb in ("key", "press"):
+            want(1, "key CODE")
+            self.press(args[0])
+        elif verb == "supervisor":
+            if len(args) != 1 or args[0].lower() not in ("on", "off"):
+                raise SimCommandError("usage: supervisor on|off")
+            self.supervisor(args[0].lower() == "on")
+        elif verb == "unplug":
+            want(0, "unplug")
+            self.unplug()
+            self._out("unplugged")
+        elif verb == "replug":
+            want(0, "replug")
+            self._out(f"replugged {self.replug()} -> {self.path}")
+        elif verb == "freeze":
+            want(0, "freeze")
+            self.freeze()
+        elif verb == "thaw":
+            want(0, "thaw")
+            self.thaw()
+        elif verb == "reboot":
+            want(0, "reboot")
+            self.reboot()
+        elif verb == "noise":
+            want(1, "noise N")
+            self.inject_noise(min(int(number(args[0])), 1 << 20))
+        elif verb == "error":
+            if len(args) < 2:
+                raise SimCommandError("usage: error CODE TEXT")
+            self.report_error(int(number(args[0])) & 0xFF, " ".join(args[1:])[: p.MAX_TEXT_LEN])
+        elif verb == "sleep":
+            want(1, "sleep SECONDS")
+            await asyncio.sleep(number(args[0], float))
+        elif verb == "lights":
+            self._out(format_lights(self._lights))
+        elif verb == "status":
+            self._out(self.status())
+        elif verb in ("quit", "exit"):
+            return False
+        else:
+            raise SimCommandError(f"unknown command {verb!r} (try: help)")
+        return True

@@ -1,0 +1,535 @@
+"""The controller <-> table sensor-board wire protocol, version 1 (see docs/protocol.md).
+
+Pure code, no I/O: the frame codec (COBS framing between ``0x00`` delimiters, CRC-32),
+the resynchronising stream decoder, the messages of both directions and sequence-number
+arithmetic. The serial driver, the board simulator and the fuzz tests all use it.
+
+A frame on the wire is ``0x00 COBS(body) 0x00`` where ``body`` is::
+
+    version u8 | type u8 | seq u16 | payload (0..MAX_PAYLOAD bytes) | crc32 u32
+
+(big-endian; the CRC is ``zlib.crc32`` of everything before it: CRC-32/ISO-HDLC).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+PROTOCOL_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({PROTOCOL_VERSION})
+DELIMITER = 0x00
+HEADER = struct.Struct(">BBH")
+CRC = struct.Struct(">I")
+MAX_PAYLOAD = 64
+MIN_BODY = HEADER.size + CRC.size
+MAX_BODY = MIN_BODY + MAX_PAYLOAD
+#: The longest COBS encoding of a MAX_BODY body (one overhead byte per 254 bytes).
+MAX_ENCODED = MAX_BODY + MAX_BODY // 254 + 1
+SEQ_MOD = 1 << 16
+MAX_SEATS = 32
+MAX_ID_LEN = 32
+MAX_CODE_LEN = 16
+MAX_TEXT_LEN = 48
+CONTROLLER_BIT = 0x80
+
+
+class MsgType(enum.IntEnum):
+    """Frame types. Bit 7 set: sent by the controller; clear: sent by the board."""
+
+    HELLO = 0x01
+    HEARTBEAT = 0x02
+    STATE = 0x03
+    KEY = 0x04
+    ACK = 0x05
+    ERROR = 0x06
+    C_HELLO = 0x81
+    C_HEARTBEAT = 0x82
+    C_LIGHTS = 0x83
+    C_KEY_ACK = 0x84
+
+
+BOARD_TYPES = frozenset(t for t in MsgType if not t & CONTROLLER_BIT)
+CONTROLLER_TYPES = frozenset(t for t in MsgType if t & CONTROLLER_BIT)
+
+
+class LightCode(enum.IntEnum):
+    """Light patterns on the wire (same names as ``progressived.engine.state.Light``)."""
+
+    IDLE = 0  # idle / attract
+    BET = 1  # a wager is on the sensor
+    LOCKED = 2  # wager locked in for the round
+    WINNER = 3  # winning hand keyed at this seat
+    CLOSED = 4  # progressive closed
+
+
+class ProtocolError(ValueError):
+    """A frame or payload that does not follow the protocol."""
+
+
+# --------------------------------------------------------------------------- COBS
+
+
+def cobs_encode(data: bytes) -> bytes:
+    """Consistent Overhead Byte Stuffing: the result contains no zero byte."""
+    out = bytearray()
+    block = bytearray()
+    for byte in data:
+        if byte == 0:
+            out.append(len(block) + 1)
+            out += block
+            block.clear()
+        else:
+            block.append(byte)
+            if len(block) == 254:
+                out.append(255)
+                out += block
+                block.clear()
+    out.append(len(block) + 1)
+    out += block
+    return bytes(out)
+
+
+def cobs_decode(data: bytes) -> bytes:
+    """Inverse of :func:`cobs_encode`; raises :class:`ProtocolError` on a bad encoding."""
+    out = bytearray()
+    index, size = 0, len(data)
+    while index < size:
+        code = data[index]
+        if code == 0:
+            raise ProtocolError("zero byte inside a COBS block")
+        end = index + code
+        if end > size:
+            raise ProtocolError("truncated COBS block")
+        block = data[index + 1 : end]
+        if 0 in block:
+            raise ProtocolError("zero byte inside a COBS block")
+        out += block
+        index = end
+        if code != 255 and index < size:
+            out.append(0)
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- frames
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One CRC-checked frame."""
+
+    version: int
+    type: int
+    seq: int
+    payload: bytes
+
+
+def encode_body(msg_type: int, seq: int, payload: bytes, version: int = PROTOCOL_VERSION) -> bytes:
+    if len(payload) > MAX_PAYLOAD:
+        raise ProtocolError(f"payload of {len(payload)} bytes (max {MAX_PAYLOAD})")
+    head = HEADER.pack(version, msg_type, seq % SEQ_MOD) + payload
+    return head + CRC.pack(zlib.crc32(head))
+
+
+def encode_frame(
+    msg_type: int, seq: int, payload: bytes = b"", version: int = PROTOCOL_VERSION
+) -> bytes:
+    """The bytes on the wire for one frame, with a delimiter on both sides."""
+    return b"\x00" + cobs_encode(encode_body(msg_type, seq, payload, version)) + b"\x00"
+
+
+def decode_body(body: bytes) -> Frame:
+    """Check length and CRC of a decoded body; raises :class:`ProtocolError`."""
+    if len(body) < MIN_BODY:
+        raise ProtocolError("truncated frame")
+    if len(body) > MAX_BODY:
+        raise ProtocolError("oversized frame")
+    head, crc = body[: -CRC.size], CRC.unpack(body[-CRC.size :])[0]
+    if zlib.crc32(head) != crc:
+        raise CrcError("CRC mismatch")
+    version, msg_type, seq = HEADER.unpack_from(head)
+    return Frame(version, msg_type, seq, bytes(head[HEADER.size :]))
+
+
+class CrcError(ProtocolError):
+    """The frame's CRC does not match its contents."""
+
+
+COUNTER_NAMES = (
+    "good_frames",
+    "crc_errors",
+    "malformed",
+    "oversized",
+    "bad_version",
+    "resyncs",
+    "bytes_discarded",
+)
+
+
+@dataclass
+class FrameDecoder:
+    """Turns a byte stream into frames, resynchronising on the next delimiter after garbage.
+
+    Every rejected chunk is counted once (``crc_errors``, ``malformed``, ``oversized`` or
+    ``bad_version``) and counts one ``resyncs``; its bytes count in ``bytes_discarded``.
+    Never raises on input.
+    """
+
+    max_encoded: int = MAX_ENCODED
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_NAMES, 0))
+    _buf: bytearray = field(default_factory=bytearray)
+    _discarding: bool = False
+
+    def feed(self, data: bytes) -> list[Frame]:
+        frames: list[Frame] = []
+        parts = bytes(data).split(b"\x00")
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            if self._discarding:
+                self.counters["bytes_discarded"] += len(part)
+                if not last:
+                    self._discarding = False
+                continue
+            self._buf += part
+            if len(self._buf) > self.max_encoded:
+                self._reject("oversized", len(self._buf))
+                self._buf.clear()
+                # ended by a delimiter in this same part: already back in sync
+                self._discarding = last
+                continue
+            if last:
+                break
+            chunk = bytes(self._buf)
+            self._buf.clear()
+            if chunk:
+                frame = self._decode(chunk)
+                if frame is not None:
+                    frames.append(frame)
+        return frames
+
+    def reset(self) -> None:
+        """Forget a partial frame (a new connection)."""
+        self._buf.clear()
+        self._discarding = False
+
+    def _reject(self, counter: str, size: int) -> None:
+        self.counters[counter] += 1
+        self.counters["resyncs"] += 1
+        self.counters["bytes_discarded"] += size
+
+    def _decode(self, chunk: bytes) -> Frame | None:
+        try:
+            frame = decode_body(cobs_decode(chunk))
+        except CrcError:
+            self._reject("crc_errors", len(chunk))
+            return None
+        except ProtocolError:
+            self._reject("malformed", len(chunk))
+            return None
+        if frame.version not in SUPPORTED_VERSIONS:
+            self._reject("bad_version", len(chunk))
+            return None
+        self.counters["good_frames"] += 1
+        return frame
+
+
+# --------------------------------------------------------------------------- sequence numbers
+
+
+def seq_diff(new: int, old: int) -> int:
+    """``new - old`` in 16-bit serial-number arithmetic (RFC 1982): -32768..32767."""
+    d = (new - old) % SEQ_MOD
+    return d - SEQ_MOD if d >= SEQ_MOD // 2 else d
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _pack_str(text: str, limit: int) -> bytes:
+    raw = text.encode("utf-8")
+    if len(raw) > limit:
+        raise ProtocolError(f"string of {len(raw)} bytes (max {limit})")
+    return bytes([len(raw)]) + raw
+
+
+def _unpack_str(
+    payload: bytes, offset: int, limit: int, ascii_only: bool = False
+) -> tuple[str, int]:
+    if offset >= len(payload):
+        raise ProtocolError("missing string")
+    size = payload[offset]
+    end = offset + 1 + size
+    if size > limit or end > len(payload):
+        raise ProtocolError("bad string length")
+    raw = payload[offset + 1 : end]
+    try:
+        text = raw.decode("ascii" if ascii_only else "utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("bad string encoding") from None
+    if ascii_only and not all(33 <= b <= 126 for b in raw):
+        raise ProtocolError("key code must be printable ASCII without spaces")
+    return text, end
+
+
+def _done(payload: bytes, offset: int) -> None:
+    if offset != len(payload):
+        raise ProtocolError("trailing bytes in payload")
+
+
+def _seats_mask(seats: Iterable[int], limit: int) -> int:
+    mask = 0
+    for seat in seats:
+        if not 1 <= seat <= limit:
+            raise ProtocolError(f"seat {seat} outside 1..{limit}")
+        mask |= 1 << (seat - 1)
+    return mask
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """Board -> controller, at boot, on every (re)connection and in reply to a controller hello."""
+
+    board_id: str
+    boot_id: int  # random per boot; a new boot_id means the board rebooted
+    seats: int
+    key_base: int  # the highest key_seq the board has seen acknowledged (0 after boot)
+    TYPE = MsgType.HELLO
+
+    def encode(self) -> bytes:
+        if not self.board_id or not 1 <= self.seats <= MAX_SEATS:
+            raise ProtocolError("bad hello")
+        return _pack_str(self.board_id, MAX_ID_LEN) + struct.pack(
+            ">IBI", self.boot_id, self.seats, self.key_base
+        )
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Hello:
+        board_id, off = _unpack_str(payload, 0, MAX_ID_LEN)
+        if len(payload) != off + 9:
+            raise ProtocolError("bad hello length")
+        boot_id, seats, key_base = struct.unpack_from(">IBI", payload, off)
+        if not board_id or not board_id.isprintable() or not 1 <= seats <= MAX_SEATS:
+            raise ProtocolError("bad hello")
+        return cls(board_id, boot_id, seats, key_base)
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """Either direction, every heartbeat interval. No payload."""
+
+    TYPE = MsgType.HEARTBEAT
+
+    def encode(self) -> bytes:
+        return b""
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Heartbeat:
+        _done(payload, 0)
+        return cls()
+
+
+FLAG_SUPERVISOR = 0x01
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """Board -> controller: the FULL sensor state, on every change and periodically."""
+
+    seats: int
+    present: frozenset[int]
+    supervisor: bool
+    TYPE = MsgType.STATE
+
+    def encode(self) -> bytes:
+        if not 1 <= self.seats <= MAX_SEATS:
+            raise ProtocolError("bad seat count")
+        flags = FLAG_SUPERVISOR if self.supervisor else 0
+        return struct.pack(">BIB", self.seats, _seats_mask(self.present, self.seats), flags)
+
+    @classmethod
+    def decode(cls, payload: bytes) -> State:
+        if len(payload) != 6:
+            raise ProtocolError("bad state length")
+        seats, mask, flags = struct.unpack(">BIB", payload)
+        if not 1 <= seats <= MAX_SEATS:
+            raise ProtocolError("bad seat count")
+        if mask >> seats:
+            raise ProtocolError("sensor bit beyond the board's seats")
+        if flags & ~FLAG_SUPERVISOR:
+            raise ProtocolError("unknown state flags")
+        present = frozenset(i + 1 for i in range(seats) if mask >> i & 1)
+        return cls(seats, present, bool(flags & FLAG_SUPERVISOR))
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """Board -> controller: a key press, retransmitted until acknowledged."""
+
+    key_seq: int  # 1, 2, 3 ... per boot
+    code: str
+    TYPE = MsgType.KEY
+
+    def encode(self) -> bytes:
+        return struct.pack(">I", self.key_seq) + _pack_str(self.code, MAX_CODE_LEN)
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Key:
+        if len(payload) < 5:
+            raise ProtocolError("bad key length")
+        (key_seq,) = struct.unpack_from(">I", payload)
+        code, off = _unpack_str(payload, 4, MAX_CODE_LEN, ascii_only=True)
+        _done(payload, off)
+        if key_seq == 0 or not code:
+            raise ProtocolError("bad key event")
+        return cls(key_seq, code)
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Board -> controller: acknowledges a controller command frame by its sequence number."""
+
+    seq: int
+    TYPE = MsgType.ACK
+
+    def encode(self) -> bytes:
+        return struct.pack(">H", self.seq % SEQ_MOD)
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Ack:
+        if len(payload) != 2:
+            raise ProtocolError("bad ack length")
+        return cls(struct.unpack(">H", payload)[0])
+
+
+@dataclass(frozen=True, slots=True)
+class BoardErrorReport:
+    """Board -> controller: something is wrong on the board (code + short text)."""
+
+    code: int
+    text: str
+    TYPE = MsgType.ERROR
+
+    def encode(self) -> bytes:
+        return bytes([self.code & 0xFF]) + _pack_str(self.text, MAX_TEXT_LEN)
+
+    @classmethod
+    def decode(cls, payload: bytes) -> BoardErrorReport:
+        if not payload:
+            raise ProtocolError("bad error length")
+        text, off = _unpack_str(payload, 1, MAX_TEXT_LEN)
+        _done(payload, off)
+        return cls(payload[0], text)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerHello:
+    """Controller -> board, on connection and while the board is offline."""
+
+    heartbeat_ms: int
+    TYPE = MsgType.C_HELLO
+
+    def encode(self) -> bytes:
+        return struct.pack(">H", max(10, min(self.heartbeat_ms, 60000)))
+
+    @classmethod
+    def decode(cls, payload: bytes) -> ControllerHello:
+        if len(payload) != 2:
+            raise ProtocolError("bad hello length")
+        (ms,) = struct.unpack(">H", payload)
+        if not 10 <= ms <= 60000:
+            raise ProtocolError("bad heartbeat interval")
+        return cls(ms)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerHeartbeat:
+    TYPE = MsgType.C_HEARTBEAT
+
+    def encode(self) -> bytes:
+        return b""
+
+    @classmethod
+    def decode(cls, payload: bytes) -> ControllerHeartbeat:
+        _done(payload, 0)
+        return cls()
+
+
+@dataclass(frozen=True, slots=True)
+class Lights:
+    """Controller -> board: the pattern of every seat's light (seat 1 first). Acked by ACK."""
+
+    codes: tuple[LightCode, ...]
+    TYPE = MsgType.C_LIGHTS
+
+    def encode(self) -> bytes:
+        if len(self.codes) > MAX_SEATS:
+            raise ProtocolError("too many seats")
+        return bytes([len(self.codes), *(int(c) for c in self.codes)])
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Lights:
+        if not payload or payload[0] != len(payload) - 1 or payload[0] > MAX_SEATS:
+            raise ProtocolError("bad lights length")
+        try:
+            return cls(tuple(LightCode(b) for b in payload[1:]))
+        except ValueError:
+            raise ProtocolError("unknown light code") from None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAck:
+    """Controller -> board: every key with key_seq <= this one has been received."""
+
+    key_seq: int
+    TYPE = MsgType.C_KEY_ACK
+
+    def encode(self) -> bytes:
+        return struct.pack(">I", self.key_seq)
+
+    @classmethod
+    def decode(cls, payload: bytes) -> KeyAck:
+        if len(payload) != 4:
+            raise ProtocolError("bad key ack length")
+        return cls(struct.unpack(">I", payload)[0])
+
+
+Message = (
+    Hello
+    | Heartbeat
+    | State
+    | Key
+    | Ack
+    | BoardErrorReport
+    | ControllerHello
+    | ControllerHeartbeat
+    | Lights
+    | KeyAck
+)
+
+_DECODERS: dict[int, type[Message]] = {
+    MsgType.HELLO: Hello,
+    MsgType.HEARTBEAT: Heartbeat,
+    MsgType.STATE: State,
+    MsgType.KEY: Key,
+    MsgType.ACK: Ack,
+    MsgType.ERROR: BoardErrorReport,
+    MsgType.C_HELLO: ControllerHello,
+    MsgType.C_HEARTBEAT: ControllerHeartbeat,
+    MsgType.C_LIGHTS: Lights,
+    MsgType.C_KEY_ACK: KeyAck,
+}
+
+
+def decode_message(frame: Frame) -> Message:
+    """The message in a CRC-checked frame; raises :class:`ProtocolError` if it is not one."""
+    cls = _DECODERS.get(frame.type)
+    if cls is None:
+        raise ProtocolError(f"unknown frame type 0x{frame.type:02x}")
+    return cls.decode(frame.payload)
+
+
+def encode_message(msg: Message, seq: int) -> bytes:
+    return encode_frame(msg.TYPE, seq, msg.encode())

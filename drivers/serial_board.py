@@ -1,0 +1,421 @@
+"""The serial sensor-board driver: protocol v1 (docs/protocol.md) over pyserial-asyncio-fast.
+
+Open the board by a stable path: on Linux a USB serial adapter appears as
+``/dev/serial/by-id/usb-<vendor>_<product>_<serial>-if00-port0`` (a symlink that keeps its
+name across replugs and reboots, unlike ``/dev/ttyUSB0``). When the port disappears (USB
+unplug, pty closed) the driver reports :class:`BoardOffline` and reopens the same path with
+exponential backoff until the board is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import serial
+import serial_asyncio_fast
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from drivers import protocol as p
+from drivers.base import (
+    BoardEvent,
+    BoardOffline,
+    BoardOnline,
+    KeyPressed,
+    SensorsReported,
+    SupervisorKey,
+)
+from progressived.engine.state import Light
+
+log = structlog.get_logger(__name__)
+
+DRIVER_COUNTERS = (
+    "duplicates",  # a frame whose sequence number was already accepted
+    "reordered",  # a frame older than one already accepted (dropped: state is newer)
+    "gaps",  # frames never received (sequence numbers skipped)
+    "bad_payload",  # CRC good but the message is not valid (or names an unknown seat)
+    "wrong_direction",  # a controller frame received (echo on the line)
+    "unexpected",  # a frame before the board's hello
+    "duplicate_keys",  # a retransmitted key press (applied once)
+    "keys_out_of_order",  # a key press ahead of the next expected one (board resends)
+    "keys",  # key presses delivered
+    "heartbeats",  # board heartbeats received
+    "states",  # board state reports received
+    "acks",  # acknowledgements received
+    "board_errors",  # error reports from the board
+    "hellos",  # board hellos accepted
+    "online_events",
+    "offline_events",
+    "missed_heartbeat_offline",  # offline because the board went silent
+    "reboots",  # the board came back with a new boot id
+    "connects",  # port opened
+    "reconnects",  # port reopened after losing it
+    "connect_failures",  # port could not be opened
+    "frames_sent",
+    "lights_sent",
+    "lights_acked",
+    "internal_errors",  # a bug caught (logged) instead of crashing the driver
+)
+
+
+class BoardSettings(BaseModel):
+    """The ``[board]`` section of the controller configuration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    port: str = Field(min_length=1)
+    baudrate: int = Field(default=115200, gt=0)
+    heartbeat_interval_s: float = Field(default=1.0, ge=0.01, le=60.0)
+    missed_heartbeats: int = Field(default=3, ge=1, le=100)
+    reconnect_initial_s: float = Field(default=0.5, gt=0, le=60.0)
+    reconnect_max_s: float = Field(default=10.0, gt=0, le=600.0)
+    seats: int | None = Field(default=None, ge=1, le=p.MAX_SEATS)
+
+
+class _Link(asyncio.Protocol):
+    def __init__(self, driver: SerialBoardDriver) -> None:
+        self.driver = driver
+        self.lost = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self.driver._on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.driver._lost_reason = f"port lost: {exc}" if exc else "port closed"
+        self.lost.set()
+
+
+def _factory(link: _Link) -> Callable[[], _Link]:
+    return lambda: link
+
+
+def light_codes(lights: Mapping[int, Light], seats: int) -> tuple[p.LightCode, ...]:
+    """The wire codes for seats 1..seats (a seat not in ``lights`` shows idle)."""
+    for seat in lights:
+        if not 1 <= seat <= p.MAX_SEATS:
+            raise ValueError(f"seat {seat} outside 1..{p.MAX_SEATS}")
+    return tuple(p.LightCode[Light(lights.get(s, Light.IDLE)).name] for s in range(1, seats + 1))
+
+
+class SerialBoardDriver:
+    """A :class:`drivers.base.BoardDriver` for a sensor board on a serial port."""
+
+    def __init__(
+        self, settings: BoardSettings, *, clock: Callable[[], float] | None = None
+    ) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._decoder = p.FrameDecoder()
+        self._counters: dict[str, int] = dict.fromkeys(DRIVER_COUNTERS, 0)
+        self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
+        self._stop = asyncio.Event()
+        self._transport: asyncio.Transport | None = None
+        self._lost_reason = ""
+        self._online = False
+        self._have_hello = False
+        self._board_id = ""
+        self._boot_id = -1
+        self._board_seats = 0
+        self._rx_seq = 0
+        self._tx_seq = 0
+        self._last_rx = 0.0
+        self._last_hb_tx = -1e9
+        self._last_key = 0
+        self._present: frozenset[int] | None = None
+        self._supervisor = False
+        self._lights: tuple[p.LightCode, ...] | None = None
+        self._lights_seq: int | None = None  # unacknowledged lights frame
+        self._lights_sent_at = 0.0
+        self.last_board_error: tuple[int, str] | None = None
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def counters(self) -> Mapping[str, int]:
+        return MappingProxyType({**self._decoder.counters, **self._counters})
+
+    @property
+    def online(self) -> bool:
+        return self._online
+
+    @property
+    def board_id(self) -> str:
+        return self._board_id
+
+    @property
+    def lights_acked(self) -> bool:
+        """True when the board acknowledged the last lights sent."""
+        return self._lights is not None and self._lights_seq is None
+
+    async def next_event(self) -> BoardEvent:
+        return await self._events.get()
+
+    def next_event_nowait(self) -> BoardEvent | None:
+        try:
+            return self._events.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+
+    async def events(self) -> AsyncIterator[BoardEvent]:
+        while True:
+            yield await self._events.get()
+
+    async def set_lights(self, lights: Mapping[int, Light]) -> None:
+        seats = self.settings.seats or self._board_seats or max(lights, default=1)
+        codes = light_codes(lights, max(seats, max(lights, default=1)))
+        if codes == self._lights:
+            return
+        self._lights = codes
+        self._lights_seq = None
+        if self._online:
+            self._send_lights()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.abort()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        backoff = self.settings.reconnect_initial_s
+        opened_before = False
+        while not self._stop.is_set():
+            link = _Link(self)
+            try:
+                transport, _ = await serial_asyncio_fast.create_serial_connection(
+                    loop, _factory(link), self.settings.port, baudrate=self.settings.baudrate
+                )
+            except (OSError, serial.SerialException, ValueError) as exc:
+                self._counters["connect_failures"] += 1
+                log.info("board.connect_failed", port=self.settings.port, error=str(exc))
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+                continue
+            self._counters["reconnects" if opened_before else "connects"] += 1
+            opened_before = True
+            log.info("board.port_open", port=self.settings.port)
+            got_hello = await self._session(transport, link)
+            if got_hello:
+                backoff = self.settings.reconnect_initial_s
+            if not self._stop.is_set():
+                log.warning("board.port_lost", port=self.settings.port, reason=self._lost_reason)
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+        if self._online:
+            self._go_offline("driver stopped")
+
+    # ------------------------------------------------------------------ connection
+
+    def _now(self) -> float:
+        return self._clock() if self._clock else asyncio.get_running_loop().time()
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+
+    async def _session(self, transport: Any, link: _Link) -> bool:
+        self._transport = transport
+        self._decoder.reset()
+        self._have_hello = False
+        self._lost_reason = "port closed"
+        with contextlib.suppress(Exception):
+            transport.serial.reset_input_buffer()  # stale bytes from before we opened
+        got_hello = False
+        tick = self.settings.heartbeat_interval_s / 4
+        self._last_hb_tx = -1e9
+        try:
+            while not self._stop.is_set() and not link.lost.is_set():
+                self._tick()
+                got_hello = got_hello or self._have_hello
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(link.lost.wait(), tick)
+        finally:
+            self._transport = None
+            if not transport.is_closing():
+                transport.abort()
+        if self._online:
+            self._go_offline(self._lost_reason if not self._stop.is_set() else "driver stopped")
+        return got_hello
+
+    def _tick(self) -> None:
+        try:
+            now = self._now()
+            interval = self.settings.heartbeat_interval_s
+            silent = now - self._last_rx
+            if self._online and silent > interval * self.settings.missed_heartbeats:
+                self._counters["missed_heartbeat_offline"] += 1
+                self._go_offline(
+                    f"missed {self.settings.missed_heartbeats} heartbeats ({silent:.2f} s silent)"
+                )
+            if now - self._last_hb_tx >= interval:
+                self._last_hb_tx = now
+                if self._online:
+                    self._send(p.ControllerHeartbeat())
+                else:
+                    self._send(p.ControllerHello(heartbeat_ms=round(interval * 1000)))
+            if (
+                self._online
+                and self._lights is not None
+                and self._lights_seq is not None
+                and now - self._lights_sent_at >= interval
+            ):
+                self._send_lights()
+        except Exception:
+            self._counters["internal_errors"] += 1
+            log.exception("board.tick_failed")
+
+    def _send(self, msg: p.Message) -> int:
+        self._tx_seq = (self._tx_seq + 1) % p.SEQ_MOD
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.write(p.encode_message(msg, self._tx_seq))
+            self._counters["frames_sent"] += 1
+        return self._tx_seq
+
+    def _send_lights(self) -> None:
+        assert self._lights is not None
+        self._lights_seq = self._send(p.Lights(self._lights))
+        self._lights_sent_at = self._now()
+        self._counters["lights_sent"] += 1
+
+    def _emit(self, event: BoardEvent) -> None:
+        self._events.put_nowait(event)
+
+    def _go_offline(self, reason: str) -> None:
+        self._online = False
+        self._have_hello = False
+        self._present = None
+        self._counters["offline_events"] += 1
+        log.warning("board.offline", board_id=self._board_id, reason=reason)
+        self._emit(BoardOffline(reason=reason))
+
+    # ------------------------------------------------------------------ receiving
+
+    def _on_data(self, data: bytes) -> None:
+        try:
+            for frame in self._decoder.feed(data):
+                self._on_frame(frame)
+        except Exception:
+            self._counters["internal_errors"] += 1
+            log.exception("board.receive_failed")
+
+    def _on_frame(self, frame: p.Frame) -> None:
+        if frame.type & p.CONTROLLER_BIT:
+            self._counters["wrong_direction"] += 1
+            return
+        try:
+            msg = p.decode_message(frame)
+        except p.ProtocolError as exc:
+            self._counters["bad_payload"] += 1
+            log.debug("board.bad_payload", type=frame.type, error=str(exc))
+            return
+        if isinstance(msg, p.Hello):
+            self._on_hello(frame, msg)
+            return
+        if not self._have_hello:
+            self._counters["unexpected"] += 1
+            return
+        diff = p.seq_diff(frame.seq, self._rx_seq)
+        if diff == 0:
+            self._counters["duplicates"] += 1
+            return
+        if diff < 0:
+            self._counters["reordered"] += 1
+            return
+        if isinstance(msg, p.State) and not self._valid_state(msg):
+            self._counters["bad_payload"] += 1
+            return
+        self._counters["gaps"] += diff - 1
+        self._rx_seq = frame.seq
+        self._last_rx = self._now()
+        if isinstance(msg, p.Heartbeat):
+            self._counters["heartbeats"] += 1
+        elif isinstance(msg, p.State):
+            self._on_state(frame, msg)
+        elif isinstance(msg, p.Key):
+            self._on_key(msg)
+        elif isinstance(msg, p.Ack):
+            self._counters["acks"] += 1
+            if msg.seq == self._lights_seq:
+                self._lights_seq = None
+                self._counters["lights_acked"] += 1
+        elif isinstance(msg, p.BoardErrorReport):
+            self._counters["board_errors"] += 1
+            self.last_board_error = (msg.code, msg.text)
+            log.error("board.error_report", board_id=self._board_id, code=msg.code, text=msg.text)
+        else:  # a controller message type without the controller bit cannot happen
+            self._counters["bad_payload"] += 1
+
+    def _on_hello(self, frame: p.Frame, hello: p.Hello) -> None:
+        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
+        if same_boot and self._have_hello:
+            diff = p.seq_diff(frame.seq, self._rx_seq)
+            if diff == 0:
+                self._counters["duplicates"] += 1
+                return
+            if diff < 0:
+                self._counters["reordered"] += 1
+                return
+        if self.settings.seats is not None and hello.seats < self.settings.seats:
+            self._counters["bad_payload"] += 1
+            log.error("board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats)
+            return
+        self._counters["hellos"] += 1
+        if not same_boot:
+            if self._online:
+                self._go_offline(
+                    "board rebooted" if hello.board_id == self._board_id else "board replaced"
+                )
+            if self._board_id:
+                self._counters["reboots"] += 1
+            self._board_id, self._boot_id = hello.board_id, hello.boot_id
+            self._last_key = hello.key_base
+        self._board_seats = hello.seats
+        self._rx_seq = frame.seq
+        self._last_rx = self._now()
+        self._have_hello = True
+        if not self._online:
+            self._online = True
+            self._present = None
+            self._counters["online_events"] += 1
+            log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
+            self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
+        self._send(p.KeyAck(self._last_key))
+        if self._lights is not None:
+            self._send_lights()
+
+    def _valid_state(self, state: p.State) -> bool:
+        limit = self.settings.seats or self._board_seats
+        return all(seat <= limit for seat in state.present)
+
+    def _on_state(self, frame: p.Frame, state: p.State) -> None:
+        self._counters["states"] += 1
+        if state.present != self._present:
+            self._present = state.present
+            self._emit(SensorsReported(present=state.present, board_seq=frame.seq))
+        if state.supervisor != self._supervisor:
+            self._supervisor = state.supervisor
+            self._emit(SupervisorKey(on=state.supervisor))
+
+    def _on_key(self, key: p.Key) -> None:
+        if key.key_seq <= self._last_key:
+            self._counters["duplicate_keys"] += 1
+        elif key.key_seq > self._last_key + 1:
+            self._counters["keys_out_of_order"] += 1
+        else:
+            self._last_key = key.key_seq
+            self._counters["keys"] += 1
+            self._emit(
+                KeyPressed(
+                    code=key.code,
+                    key_seq=key.key_seq,
+                    board_id=self._board_id,
+                    boot_id=self._boot_id,
+                    idempotency_key=f"{self._board_id}:{self._boot_id:08x}:{key.key_seq}",
+                )
+            )
+        self._send(p.KeyAck(self._last_key))
