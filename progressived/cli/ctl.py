@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from progressived.cli import simulate_cmd
+from progressived.cli import ledger_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     simulate_cmd.register(sub)
+    ledger_cmd.register(sub)
+    ledger_cmd.register_meters(sub)
+    ledger_cmd.register_hits(sub)
     return parser
 
 
