@@ -60,6 +60,13 @@ def test_new_ledger_funds_the_meters(db: Path, params: TableParams) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+def test_creation_interrupted_before_the_schema(db: Path, params: TableParams) -> None:
+    db.touch()  # the writer died right after creating the file
+    with Ledger.open(db, params, at=AT) as ledger:
+        assert ledger.head_seq == 2
+    assert verify(db).ok
+
+
 def test_balances_kept_in_the_same_transaction(db: Path, params: TableParams) -> None:
     with Ledger.open(db, params, at=AT) as ledger:
         play(ledger, params, Sensors(present=frozenset({1, 2, 3})), Lock())

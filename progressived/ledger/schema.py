@@ -49,7 +49,7 @@ CREATE TABLE journal (
     idem_key TEXT CHECK (idem_key IS NULL OR (length(idem_key) > 0 AND {_plain("idem_key")})),
     data TEXT NOT NULL CHECK (json_valid(data)),
     prev_hash TEXT NOT NULL CHECK (length(prev_hash) = 64),
-    hash TEXT NOT NULL UNIQUE CHECK (length(hash) = 64)
+    hash TEXT NOT NULL CHECK (length(hash) = 64)
 ) STRICT;
 CREATE INDEX journal_kind ON journal (kind, seq);
 

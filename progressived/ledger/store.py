@@ -14,6 +14,7 @@ exactly as it was and the call can be retried.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -27,7 +28,7 @@ from typing import Any
 
 from progressived.engine import accounts
 from progressived.engine.core import evolve, initial_state
-from progressived.engine.events import Event, MeterOpened, Posting, event_from_dict, event_to_dict
+from progressived.engine.events import Event, MeterOpened, Posting, event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, schema, snapshot
 from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
@@ -158,9 +159,13 @@ def connect_readonly(path: Path | str) -> sqlite3.Connection:
     uri = f"file:{p.resolve().as_posix()}?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        schema.check_supported(schema.file_version(conn))
+        version = schema.file_version(conn)
+        schema.check_supported(version)
     except sqlite3.Error as exc:
         raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
+    if version == 0:
+        conn.close()
+        raise LedgerError(f"{path}: an empty file: the ledger was never initialised")
     return conn
 
 
@@ -525,6 +530,23 @@ class Ledger:
                 raise translate(exc, self._path) from None
             raise
 
+    def _known_keys(self, items: Sequence[Batch | _Record]) -> dict[str, AppendResult]:
+        """The first results of the idempotency keys in ``items`` already journaled."""
+        keys = list({i.idempotency_key for i in items if i.idempotency_key is not None})
+        known: dict[str, AppendResult] = {}
+        try:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for key, first, last in self._conn.execute(
+                    f"SELECT key, first_seq, last_seq FROM idempotency WHERE key IN ({marks})",
+                    chunk,
+                ):
+                    known[str(key)] = AppendResult(int(first), int(last))
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
+        return known
+
     def _write(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
         self._check_open()
         table_id = self._table_id
@@ -540,11 +562,11 @@ class Ledger:
         touched: dict[str, int] = {}
         keys: list[tuple[str, int, int]] = []
         outbox: list[tuple[int, str, str, int, int]] = []
-        group_keys: dict[str, AppendResult] = {}
+        group_keys = self._known_keys(items)
         for item in items:
             key = item.idempotency_key
             if key is not None:
-                first = group_keys.get(key) or self.lookup(key)
+                first = group_keys.get(key)
                 if first is not None:
                     results.append(replace(first, duplicate=True))
                     continue
@@ -565,7 +587,7 @@ class Ledger:
                 else:
                     specs = []
                     for event in item.events:
-                        data = event_to_dict(event)
+                        data = _event_dict(event)
                         specs.append(
                             (
                                 chain.clean("at", event.at) or at,
@@ -667,6 +689,33 @@ class Ledger:
         self._state = state
         self._since_snapshot = 0 if snap is not None else since
         return results
+
+
+_FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _event_dict(event: Event) -> dict[str, Any]:
+    """``event_to_dict(event)``, with the dataclass field list cached per event type.
+
+    The hot path calls this once per row; ``dataclasses.fields`` is the slow part of the
+    engine's function. The output is the same (tests/test_ledger_perf.py checks it).
+    """
+    names = _FIELDS.get(type(event))
+    if names is None:
+        names = _FIELDS[type(event)] = tuple(f.name for f in dataclasses.fields(event))
+    out: dict[str, Any] = {"kind": event.kind}
+    for name in names:
+        value = getattr(event, name)
+        if name == "postings":
+            out[name] = [[p.account, p.units] for p in value]
+        elif isinstance(value, tuple):
+            if name == "settlement":
+                out[name] = [dataclasses.asdict(p) for p in value]
+            else:
+                out[name] = list(value)
+        else:
+            out[name] = value
+    return out
 
 
 def _with_prev(rows: list[tuple[Any, ...]], first_prev: str) -> list[tuple[Any, ...]]:
