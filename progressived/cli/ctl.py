@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from progressived.cli import board_cmd, par_cmd, sign_cmd, simulate_cmd
+from progressived.cli import board_cmd, ledger_cmd, par_cmd, sign_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     par_cmd.register(sub)
     sign_cmd.register(sub)
     board_cmd.register(sub)
+    ledger_cmd.register(sub)
+    ledger_cmd.register_meters(sub)
+    ledger_cmd.register_hits(sub)
     return parser
 
 

@@ -9,7 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from progressived import __version__
 from progressived.config import ConfigError, load_table_params, with_overrides
+from progressived.ledger import Ledger, LedgerError
+from progressived.ledger.sink import LedgerSink
 from progressived.money import MoneyError, dollars
 from progressived.params import MeterParams, ParamsError, Policy, TableParams, validate
 from progressived.paytable import PaytableError, find_paytable
@@ -83,6 +86,34 @@ def _params(args: argparse.Namespace) -> TableParams:
     )
 
 
+def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) -> dict[str, Any]:
+    """Run the script against the ledger's state, journaling as the daemon would.
+
+    The ledger's recovered state is the starting point (a second run continues the
+    first), and a refused line is journaled as ``command_rejected``.
+    """
+    with Ledger.open(path, params, at=utc_now(), software=f"progressivectl {__version__}") as led:
+        start = {"source": "simulate", "script": script}
+        led.record("start", start, at=utc_now(), actor="simulate")
+        sim = Simulation(params, clock=utc_now)
+        sim.restore(led.state)
+        sim.sink = LedgerSink(led, utc_now)
+        for number, line in enumerate(text.splitlines(), start=1):
+            before = len(sim.rejected)
+            sim.run_script([line])
+            for rejection in sim.rejected[before:]:
+                rejection["line"] = number
+                led.record(
+                    "command_rejected",
+                    {"line": number, "text": rejection["text"], "reason": rejection["reason"]},
+                    at=utc_now(),
+                    actor="simulate",
+                    round=sim.state.round,
+                )
+        led.record("stop", {"source": "simulate"}, at=utc_now(), actor="simulate")
+        return sim.report()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         params = _params(args)
@@ -93,9 +124,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"progressivectl simulate: {args.script}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    sim = Simulation(params, clock=utc_now)
-    sim.run_script(text.splitlines())
-    report = sim.report()
+    if args.ledger is not None:
+        try:
+            report = _run_with_ledger(args.ledger, params, text, str(args.script))
+        except LedgerError as exc:
+            print(f"progressivectl simulate: {exc}", file=sys.stderr)
+            return 2
+    else:
+        sim = Simulation(params, clock=utc_now)
+        sim.run_script(text.splitlines())
+        report = sim.report()
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -1,0 +1,31 @@
+"""The ledger: append-only, double-entry, tamper-evident, crash-safe (SQLite WAL).
+
+The single source of truth for a table's meters. See docs/ledger.md for the schema, the
+accounts, the hash chain and how to audit a ledger with the sqlite3 tool alone.
+"""
+
+from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
+from progressived.ledger.store import (
+    AppendResult,
+    Batch,
+    JournalRow,
+    Ledger,
+    OutboxFn,
+    OutboxMessage,
+    OutboxRow,
+    Recovery,
+)
+
+__all__ = [
+    "AppendResult",
+    "Batch",
+    "JournalRow",
+    "Ledger",
+    "LedgerError",
+    "LedgerMismatch",
+    "LedgerUnavailable",
+    "OutboxFn",
+    "OutboxMessage",
+    "OutboxRow",
+    "Recovery",
+]
