@@ -1,101 +1,25 @@
-"""The async board-driver interface the daemon depends on.
+"""The board-driver interface, defined in :mod:`progressived.board` and re-exported here.
 
-A driver turns a table sensor board into a stream of :data:`BoardEvent` and takes the
-lights to show. Consume events with ``await driver.next_event()`` (one consumer); the
-async iterator :meth:`events` is sugar over it. Until a :class:`BoardOnline` arrives the
-board is offline: the daemon must assume no sensor or key input is available.
+Drivers depend on progressived, never the reverse: the daemon finds drivers through the
+``progressived.drivers`` entry-point group.
 """
 
-from __future__ import annotations
+from progressived.board import (
+    BoardDriver,
+    BoardEvent,
+    BoardOffline,
+    BoardOnline,
+    KeyPressed,
+    SensorsReported,
+    SupervisorKey,
+)
 
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from progressived.engine.state import Light
-
-
-@dataclass(frozen=True, slots=True)
-class SensorsReported:
-    """The board's full sensor state changed (or was first reported after BoardOnline).
-
-    ``present`` holds the seats (1-based) whose sensor carries a wager; ``board_seq`` is the
-    frame sequence number of the board's report.
-    """
-
-    present: frozenset[int]
-    board_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class KeyPressed:
-    """A key press on the dealer's keypad, delivered exactly once and in order per boot.
-
-    ``idempotency_key`` is ``f"{board_id}:{boot_id:08x}:{key_seq}"``: unique per press
-    across retransmissions, reconnections and board reboots. Persist it with whatever the
-    press did if the daemon must survive its own restart without applying a press twice.
-    """
-
-    code: str
-    key_seq: int
-    board_id: str
-    boot_id: int = 0
-    idempotency_key: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SupervisorKey:
-    """The supervisor key switch turned on or off."""
-
-    on: bool
-
-
-@dataclass(frozen=True, slots=True)
-class BoardOnline:
-    """The board said hello (protocol version and id); a SensorsReported follows."""
-
-    board_id: str
-    protocol_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class BoardOffline:
-    """The board is gone: missed heartbeats, port lost, board rebooted or driver stopped."""
-
-    reason: str
-
-
-BoardEvent = SensorsReported | KeyPressed | SupervisorKey | BoardOnline | BoardOffline
-
-
-@runtime_checkable
-class BoardDriver(Protocol):
-    """What the daemon needs from a sensor board."""
-
-    async def run(self) -> None:
-        """Connect, reconnect with backoff, until :meth:`stop`. Never raises on bad input."""
-        ...
-
-    async def next_event(self) -> BoardEvent:
-        """The next event, waiting for one."""
-        ...
-
-    def events(self) -> AsyncIterator[BoardEvent]:
-        """``async for event in driver.events()``: :meth:`next_event` forever."""
-        ...
-
-    async def set_lights(self, lights: Mapping[int, Light]) -> None:
-        """The lights every seat should show; resent until the board acknowledges them."""
-        ...
-
-    async def stop(self) -> None:
-        """Stop :meth:`run` and close the port."""
-        ...
-
-    @property
-    def counters(self) -> Mapping[str, int]:
-        """good_frames, crc_errors, resyncs, duplicates, reconnects and more (see docs)."""
-        ...
-
-    @property
-    def online(self) -> bool: ...
+__all__ = [
+    "BoardDriver",
+    "BoardEvent",
+    "BoardOffline",
+    "BoardOnline",
+    "KeyPressed",
+    "SensorsReported",
+    "SupervisorKey",
+]

@@ -1,5 +1,9 @@
 """The board driver interface: the one small contract between the daemon and table hardware.
 
+A driver turns a table sensor board into a stream of :data:`BoardEvent` and takes the
+lights to show. Consume events with ``await driver.next_event()`` (one consumer). Until a
+:class:`BoardOnline` arrives the board is offline: no sensor or key input is available.
+
 Drivers live in the ``drivers`` package (or any other distribution) and register a factory
 under the ``progressived.drivers`` entry-point group; the daemon finds them by name, so
 ``progressived`` never imports a driver. Events flow in, light commands flow out.
@@ -7,7 +11,7 @@ under the ``progressived.drivers`` entry-point group; the daemon finds them by n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
@@ -19,41 +23,51 @@ ENTRY_POINT_GROUP = "progressived.drivers"
 
 @dataclass(frozen=True, slots=True)
 class SensorsReported:
-    """The board's full sensor state: the seats holding a wager."""
+    """The board's full sensor state changed (or was first reported after BoardOnline).
+
+    ``present`` holds the seats (1-based) whose sensor carries a wager; ``board_seq`` is the
+    frame sequence number of the board's report.
+    """
 
     present: frozenset[int]
-    board_seq: int = 0
+    board_seq: int
 
 
 @dataclass(frozen=True, slots=True)
 class KeyPressed:
-    """A keypad key, with the board's key sequence number.
+    """A key press on the dealer's keypad, delivered exactly once and in order per boot.
 
-    ``idempotency_key`` identifies the press across retransmissions and reconnects, so a
-    press is applied once.
+    ``idempotency_key`` is ``f"{board_id}:{boot_id:08x}:{key_seq}"``: unique per press
+    across retransmissions, reconnections and board reboots. Persist it with whatever the
+    press did if the daemon must survive its own restart without applying a press twice.
     """
 
     code: str
     key_seq: int
     board_id: str
+    boot_id: int = 0
     idempotency_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SupervisorKey:
-    """The supervisor's key switch (or button) turned on or off."""
+    """The supervisor key switch turned on or off."""
 
     on: bool
 
 
 @dataclass(frozen=True, slots=True)
 class BoardOnline:
+    """The board said hello (protocol version and id); a SensorsReported follows."""
+
     board_id: str
     protocol_version: int
 
 
 @dataclass(frozen=True, slots=True)
 class BoardOffline:
+    """The board is gone: missed heartbeats, port lost, board rebooted or driver stopped."""
+
     reason: str
 
 
@@ -62,29 +76,39 @@ BoardEvent = SensorsReported | KeyPressed | SupervisorKey | BoardOnline | BoardO
 
 @runtime_checkable
 class BoardDriver(Protocol):
-    """What the daemon needs from a table board driver."""
+    """What the daemon needs from a sensor board."""
 
     async def run(self) -> None:
-        """Connect, reconnect with backoff, until :meth:`stop`; never raises on bad input."""
+        """Connect, reconnect with backoff, until :meth:`stop`. Never raises on bad input."""
+        ...
 
     async def next_event(self) -> BoardEvent:
-        """The next event from the board (waits)."""
+        """The next event, waiting for one."""
+        ...
+
+    def events(self) -> AsyncIterator[BoardEvent]:
+        """``async for event in driver.events()``: :meth:`next_event` forever."""
+        ...
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
-        """Show these lights (seat -> light)."""
+        """The lights every seat should show; resent until the board acknowledges them."""
+        ...
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        """Stop :meth:`run` and close the port."""
+        ...
 
     @property
     def counters(self) -> Mapping[str, int]:
-        """Frame counters: good frames, CRC errors, resyncs, duplicates, reconnects, ..."""
+        """good_frames, crc_errors, resyncs, duplicates, reconnects and more (see docs)."""
+        ...
 
     @property
     def online(self) -> bool: ...
 
 
 class DriverFactory(Protocol):
-    """A plugin: validates its own settings (raising ``ValueError`` naming the key), builds a driver."""
+    """A driver plugin: validates its own settings section and builds the driver."""
 
     def validate(self, settings: Mapping[str, Any]) -> Any: ...
 

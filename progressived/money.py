@@ -77,7 +77,7 @@ def rate(value: Decimal | int | str) -> Fraction:
     if percent:
         fraction /= 100
     if fraction < 0 or fraction > 1:
-        raise MoneyError(f"rate {value!r} must be between 0 and 1 (0% and 100%)")
+        raise MoneyError(f"rate {value} must be between 0 and 1 (0% and 100%)")
     return fraction
 
 

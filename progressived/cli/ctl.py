@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
-from progressived.cli import board_cmd, ledger_cmd, par_cmd, sign_cmd, simulate_cmd
+from progressived.cli import ledger_cmd, par_cmd, sign_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,10 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_cmd.register(sub)
     par_cmd.register(sub)
     sign_cmd.register(sub)
-    board_cmd.register(sub)
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
+    # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never
+    # imports a driver module itself.
+    for plugin in sorted(entry_points(group="progressived.ctl"), key=lambda ep: ep.name):
+        plugin.load()(sub)
     return parser
 
 

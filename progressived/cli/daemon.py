@@ -1,0 +1,61 @@
+"""``progressived``: the daemon (``run``), its configuration check, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from progressived import __version__, logs
+from progressived.config import ConfigError
+from progressived.demo import run_demo
+from progressived.service import run_daemon
+from progressived.settings import load_daemon_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="progressived", description="Progressive jackpot controller for casino table games."
+    )
+    parser.add_argument("--version", action="version", version=f"progressived {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run the controller")
+    run.add_argument("--config", required=True, type=Path, metavar="FILE")
+    check = sub.add_parser("check-config", help="validate a configuration file and exit")
+    check.add_argument("config", type=Path, metavar="FILE")
+    demo = sub.add_parser(
+        "demo", help="simulated board, broker, daemon and sign on this machine, then interactive"
+    )
+    demo.add_argument("--headless", action="store_true", help="play the script, print, exit 0")
+    demo.add_argument("--rounds", type=int, default=3, help="rounds to play (headless)")
+    demo.add_argument("--workdir", type=Path, help="where the demo keeps its ledger and config")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check-config":
+        try:
+            config = load_daemon_config(args.config)
+        except ConfigError as exc:
+            print(f"progressived: {exc}", file=sys.stderr)
+            return 2
+        print(f"{args.config}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
+        return 0
+    if args.command == "run":
+        try:
+            config = load_daemon_config(args.config)
+        except ConfigError as exc:
+            print(f"progressived: {exc}", file=sys.stderr)
+            return 2
+        logs.configure(config.log.format, config.log.level)
+        return asyncio.run(run_daemon(config))
+    if args.command == "demo":
+        return run_demo(headless=args.headless, rounds=args.rounds, workdir=args.workdir)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

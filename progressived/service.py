@@ -1,0 +1,486 @@
+"""The daemon: wires board -> keypad -> engine -> ledger -> outbox -> MQTT signs.
+
+One asyncio task applies commands one at a time (the ledger has one writer); ledger calls
+run on a single dedicated thread so the event loop keeps serving heartbeats while SQLite
+waits for fsync. A command is decided by the pure engine, journaled (events, postings,
+balances and their outbox messages in one transaction) and only then takes effect: a
+failure to journal leaves the state as it was and closes the progressive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, ParamSpec, TypeVar
+
+import structlog
+
+from progressived import __version__
+from progressived.board import (
+    BoardDriver,
+    BoardEvent,
+    BoardOffline,
+    BoardOnline,
+    KeyPressed,
+    SensorsReported,
+    SupervisorKey,
+    load_driver_factory,
+)
+from progressived.clock import utc_now
+from progressived.engine import Command, Lock, Sensors, SetClosed, TableState, decide, lights
+from progressived.engine.events import Event
+from progressived.engine.state import Light
+from progressived.keypad import KeypadInterpreter, OutcomeKind
+from progressived.ledger import (
+    JournalRow,
+    Ledger,
+    LedgerError,
+    LedgerUnavailable,
+    OutboxMessage,
+)
+from progressived.mqtt.payloads import (
+    Topics,
+    dumps,
+    event_payload,
+    meter_payload,
+    meter_state,
+    meter_units,
+    system_payload,
+)
+from progressived.mqtt.publisher import PendingMessage, SignPublisher
+from progressived.settings import DaemonConfig
+
+log = structlog.get_logger("progressived")
+
+BOARD_OFFLINE = "board offline"
+LEDGER_UNAVAILABLE = "ledger unavailable"
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass
+class Health:
+    """What the watchdog and ``status`` look at."""
+
+    board_online: bool = False
+    broker_connected: bool = False
+    ledger_ok: bool = True
+    loop_beat: float = field(default_factory=time.monotonic)
+    last_error: str = ""
+
+
+class _LedgerOutbox:
+    """The publisher's view of the ledger's outbox, on the ledger thread."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    async def pending(self, limit: int) -> Sequence[PendingMessage]:
+        ledger = self.controller.ledger
+        rows = await self.controller.db(ledger.outbox_pending, limit)
+        return [PendingMessage(r.id, r.topic, r.payload, r.qos, r.retain) for r in rows]
+
+    async def ack(self, ids: Sequence[int]) -> None:
+        await self.controller.db(self.controller.ledger.outbox_ack, ids)
+
+
+class Controller:
+    """One table's controller."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        driver: BoardDriver | None = None,
+        clock: Callable[[], str] = utc_now,
+        version: str = __version__,
+    ) -> None:
+        self.config = config
+        self.params = config.params
+        self.clock = clock
+        self.version = version
+        self.health = Health()
+        self.topics = Topics(config.mqtt.prefix, self.params.table_id)
+        self.keypad = KeypadInterpreter(
+            config.keypad, self.params.paytable.hand_ids, self.params.seats
+        )
+        if driver is None:
+            driver = load_driver_factory(config.driver).create(config.board)
+        self.driver = driver
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._last_write = time.monotonic()
+        self._lights: dict[int, Light] | None = None
+        self.ledger: Ledger
+        self.state: TableState = TableState()
+        self.publisher = SignPublisher(
+            config.mqtt,
+            self.topics,
+            _LedgerOutbox(self),
+            version=version,
+            clock=clock,
+            hooks=self,
+        )
+        self.listeners: list[Callable[[str, Mapping[str, Any]], None]] = []
+
+    # ------------------------------------------------------------- plumbing
+    async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a ledger call on the ledger thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
+
+    def broker_up(self, up: bool) -> None:
+        self.health.broker_connected = up
+
+    def published(self, topic: str, first_seen: float | None) -> None:
+        for listener in self.listeners:
+            listener("published", {"topic": topic, "first_seen": first_seen})
+
+    def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(what, detail)
+
+    # ------------------------------------------------------------- outbox builders
+    def _event_outbox(
+        self, events: Sequence[Event]
+    ) -> Callable[[Sequence[JournalRow]], list[OutboxMessage]]:
+        table_id = self.params.table_id
+
+        def build(rows: Sequence[JournalRow]) -> list[OutboxMessage]:
+            out = []
+            engine_rows = [r for r in rows if r.category == "engine"]
+            for event, row in zip(events, engine_rows, strict=False):
+                payload = event_payload(table_id, row.seq, event)
+                if payload is not None:
+                    out.append(OutboxMessage(self.topics.event, dumps(payload), qos=1))
+            return out
+
+        return build
+
+    def _system_outbox(
+        self, kind: str, detail: Mapping[str, Any]
+    ) -> Callable[[Sequence[JournalRow]], list[OutboxMessage]]:
+        table_id = self.params.table_id
+
+        def build(rows: Sequence[JournalRow]) -> list[OutboxMessage]:
+            return [
+                OutboxMessage(
+                    self.topics.event,
+                    dumps(system_payload(kind, table_id, row.seq, row.at, detail)),
+                    qos=1,
+                )
+                for row in rows
+            ]
+
+        return build
+
+    # ------------------------------------------------------------- journal
+    async def record(
+        self,
+        kind: str,
+        detail: Mapping[str, Any],
+        *,
+        publish: bool = True,
+        actor: str = "system",
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Journal a system event (and tell the signs). False if the ledger is unavailable."""
+        try:
+            await self.db(
+                self.ledger.record,
+                kind,
+                dict(detail),
+                at=self.clock(),
+                actor=actor,
+                round=self.state.round,
+                idempotency_key=idempotency_key,
+                outbox=self._system_outbox(kind, detail) if publish else None,
+            )
+        except LedgerUnavailable as exc:
+            await self._ledger_failed(exc)
+            return False
+        self._last_write = time.monotonic()
+        self.publisher.wake()
+        return True
+
+    async def apply(self, command: Command, *, idempotency_key: str | None = None) -> bool:
+        """Decide, journal, then take effect. Returns whether the command was applied."""
+        async with self._lock:
+            return await self._apply_locked(command, idempotency_key)
+
+    async def _apply_locked(self, command: Command, idempotency_key: str | None) -> bool:
+        if isinstance(command, Lock) and not self.health.ledger_ok:
+            await self._refuse(
+                "the ledger is unavailable: LOCK refused", "ledger-unavailable", command
+            )
+            return False
+        decision = decide(self.params, self.state, command)
+        if not decision.accepted:
+            await self._refuse(decision.reason, decision.code, command, idempotency_key)
+            return False
+        if not decision.events:
+            return True
+        try:
+            result = await self.db(
+                self.ledger.append,
+                decision.events,
+                decision.state,
+                at=command.at or self.clock(),
+                actor=command.actor,
+                idempotency_key=idempotency_key,
+                outbox=self._event_outbox(decision.events),
+            )
+        except LedgerUnavailable as exc:
+            await self._ledger_failed(exc)
+            return False
+        self._last_write = time.monotonic()
+        if result.duplicate:
+            log.info("duplicate input ignored", key=idempotency_key)
+            return False
+        self.state = decision.state
+        for event in decision.events:
+            log.info(
+                "event",
+                kind=event.kind,
+                table=self.params.table_id,
+                round=event.round,
+                seat=event.seat or None,
+            )
+        self._notify("applied", {"events": decision.events})
+        self._after_change()
+        return True
+
+    async def _refuse(
+        self, reason: str, code: str, command: Command, idempotency_key: str | None = None
+    ) -> None:
+        log.warning(
+            "command rejected",
+            reason=reason,
+            code=code,
+            command=type(command).__name__,
+            table=self.params.table_id,
+            round=self.state.round,
+        )
+        self._notify("rejected", {"reason": reason, "code": code})
+        if self.health.ledger_ok:
+            await self.record(
+                "command_rejected",
+                {"command": type(command).__name__, "reason": reason, "code": code},
+                actor=command.actor,
+                idempotency_key=idempotency_key,
+            )
+
+    async def _ledger_failed(self, exc: LedgerError) -> None:
+        if self.health.ledger_ok:
+            log.error("ledger unavailable: the progressive is closed", error=str(exc))
+        self.health.ledger_ok = False
+        self.health.last_error = str(exc)
+        self._after_change()
+
+    # ------------------------------------------------------------- outputs
+    def _after_change(self) -> None:
+        head = self.ledger.head_seq
+        for meter in self.params.meters:
+            state = meter_state(self.state, meter.id, self.health.board_online)
+            if not self.health.ledger_ok:
+                state = "closed"
+            self.publisher.set_meter(
+                meter.id,
+                meter_payload(
+                    table_id=self.params.table_id,
+                    meter_id=meter.id,
+                    units=meter_units(self.state, meter.id),
+                    seq=head,
+                    state=state,
+                    ts=self.clock(),
+                ),
+            )
+        self.publisher.wake()
+        shown = lights(self.state, self.params.seats)
+        if not self.health.ledger_ok and self.state.phase.value == "open":
+            shown = dict.fromkeys(shown, Light.CLOSED)
+        if shown != self._lights:
+            self._lights = shown
+            task = asyncio.get_running_loop().create_task(self.driver.set_lights(shown))
+            task.add_done_callback(_log_task_error)
+
+    # ------------------------------------------------------------- inputs
+    async def handle_board_event(self, event: BoardEvent) -> None:
+        now = self.clock()
+        match event:
+            case SensorsReported(present=present):
+                await self.apply(Sensors(present=present, at=now, actor="board"))
+            case KeyPressed():
+                outcome = self.keypad.feed(event, now)
+                self._notify("key", {"code": event.code, "display": outcome.display})
+                if outcome.kind is OutcomeKind.COMMAND and outcome.command is not None:
+                    await self.apply(outcome.command, idempotency_key=event.idempotency_key or None)
+                elif outcome.kind is OutcomeKind.REFUSED:
+                    log.warning("key sequence refused", code=event.code, display=outcome.display)
+                    await self.record(
+                        "key_refused",
+                        {"code": event.code, "reason": outcome.display},
+                        actor="dealer",
+                        idempotency_key=event.idempotency_key or None,
+                    )
+            case SupervisorKey():
+                self.keypad.feed(event, now)
+                await self.record(
+                    "supervisor_key", {"on": event.on}, publish=False, actor="supervisor"
+                )
+            case BoardOnline(board_id=board_id, protocol_version=version):
+                self.health.board_online = True
+                await self.record(
+                    "board_online", {"board_id": board_id, "protocol_version": version}
+                )
+                await self.apply(
+                    SetClosed(reason=BOARD_OFFLINE, closed=False, at=now, actor="system")
+                )
+                self._lights = None
+                self._after_change()
+            case BoardOffline(reason=reason):
+                self.health.board_online = False
+                self.keypad.reset()
+                await self.record("board_offline", {"reason": reason})
+                await self.apply(
+                    SetClosed(reason=BOARD_OFFLINE, closed=True, at=now, actor="system")
+                )
+
+    async def _board_loop(self) -> None:
+        while True:
+            event = await self.driver.next_event()
+            self.health.loop_beat = time.monotonic()
+            try:
+                await self.handle_board_event(event)
+            except LedgerError as exc:
+                await self._ledger_failed(exc)
+
+    async def _housekeeping(self) -> None:
+        """Checkpoint the WAL when idle; retry an unavailable ledger; beat for the watchdog."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.health.loop_beat = time.monotonic()
+            if not self.health.ledger_ok:
+                async with self._lock:
+                    try:
+                        await self.db(
+                            self.ledger.record,
+                            "ledger_recovered",
+                            {"error": self.health.last_error},
+                            at=self.clock(),
+                            actor="system",
+                        )
+                    except LedgerError:
+                        continue
+                    self.health.ledger_ok = True
+                    log.info("ledger available again")
+                    self._after_change()
+                continue
+            idle = time.monotonic() - self._last_write
+            if idle >= self.config.ledger.checkpoint_idle_s:
+                with contextlib.suppress(LedgerError):
+                    await self.db(self.ledger.checkpoint)
+                self._last_write = time.monotonic()
+
+    # ------------------------------------------------------------- life
+    async def start(self) -> None:
+        """Open the ledger (recovering the round in progress) and journal the start."""
+        cfg = self.config
+        cfg.ledger.path.parent.mkdir(parents=True, exist_ok=True)
+        self.ledger = await self.db(
+            Ledger.open, cfg.ledger.path, self.params, at=self.clock(), software=self.version
+        )
+        self.state = self.ledger.state
+        await self.record(
+            "daemon_started",
+            {
+                "version": self.version,
+                "config_digest": cfg.digest,
+                "head_seq": self.ledger.head_seq,
+            },
+        )
+        # Closed until the board says hello; a round in progress keeps its state.
+        await self.apply(
+            SetClosed(reason=BOARD_OFFLINE, closed=True, at=self.clock(), actor="system")
+        )
+        self._after_change()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, install_signals: bool = True) -> int:
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`); returns the exit status."""
+        loop = asyncio.get_running_loop()
+        if install_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        tasks = [
+            loop.create_task(self.publisher.run(), name="mqtt"),
+            loop.create_task(self.driver.run(), name="board"),
+            loop.create_task(self._board_loop(), name="input"),
+            loop.create_task(self._housekeeping(), name="housekeeping"),
+        ]
+        for task in tasks:
+            task.add_done_callback(_log_task_error)
+        log.info(
+            "running",
+            table=self.params.table_id,
+            paytable=self.params.paytable.id,
+            ledger=str(self.config.ledger.path),
+            broker=f"{self.config.mqtt.host}:{self.config.mqtt.port}",
+        )
+        self._notify("ready", {})
+        await self._stop.wait()
+        await self.shutdown(tasks)
+        return 0
+
+    async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
+        """Finish the open transaction, journal the stop, publish offline, close."""
+        async with self._lock:  # waits for a command being journaled
+            for task in tasks:
+                if task.get_name() in ("input", "housekeeping"):
+                    task.cancel()
+            with contextlib.suppress(LedgerError):
+                await self.db(
+                    self.ledger.record,
+                    "daemon_stopped",
+                    {"version": self.version},
+                    at=self.clock(),
+                    actor="system",
+                )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._drain_outbox(), timeout=2.0)
+        await self.publisher.stop()
+        await self.driver.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.db(self.ledger.close)
+        self._executor.shutdown(wait=True)
+        log.info("stopped", table=self.params.table_id)
+
+    async def _drain_outbox(self) -> None:
+        while self.publisher.connected and len(await self.db(self.ledger.outbox_pending, 1)):
+            self.publisher.wake()
+            await asyncio.sleep(0.05)
+
+
+def _log_task_error(task: asyncio.Future[Any]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("task failed", task=getattr(task, "get_name", lambda: "?")(), error=repr(exc))
+
+
+async def run_daemon(config: DaemonConfig) -> int:
+    controller = Controller(config)
+    return await controller.run()
+
