@@ -55,7 +55,7 @@ def dollars(value: Decimal | int | str) -> int:
     except InvalidOperation as exc:  # pragma: no cover - Decimal guards above
         raise MoneyError(f"not an amount: {value!r}") from exc
     if Decimal(units) != scaled:
-        raise MoneyError(f"{value!r} is finer than one millionth of a dollar")
+        raise MoneyError(f"'{value}' is finer than one millionth of a dollar")
     return units
 
 

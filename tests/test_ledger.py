@@ -123,8 +123,11 @@ def test_record_and_outbox(db: Path, params: TableParams) -> None:
 
     with Ledger.open(db, params, at=AT) as ledger:
         result = ledger.record(
-            "operator_action", {"what": "meter display test", "why": "weekly"}, at=AT,
-            actor="op-17", outbox=outbox,
+            "operator_action",
+            {"what": "meter display test", "why": "weekly"},
+            at=AT,
+            actor="op-17",
+            outbox=outbox,
         )
         assert result == AppendResult(3, 3)
         assert seen[0].seq == 3
@@ -138,7 +141,8 @@ def test_record_and_outbox(db: Path, params: TableParams) -> None:
         assert ledger.outbox_pending() == []
         conn = sqlite3.connect(db)
         assert conn.execute("SELECT actor, category FROM journal WHERE seq = 3").fetchone() == (
-            "op-17", "operator"
+            "op-17",
+            "operator",
         )
         p = ledger.record("parameter_changed", {"meter": "main"}, at=AT, actor="op-17")
         assert conn.execute(

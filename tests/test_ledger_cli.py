@@ -66,8 +66,9 @@ def test_verify_names_the_first_bad_row(db: Path, capsys: pytest.CaptureFixture[
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER journal_no_update")
     seq = conn.execute("SELECT min(seq) FROM journal WHERE kind = 'wager_locked'").fetchone()[0]
-    conn.execute("UPDATE journal SET data = replace(data, '1000000', '1000001') WHERE seq = ?",
-                 (seq,))
+    conn.execute(
+        "UPDATE journal SET data = replace(data, '1000000', '1000001') WHERE seq = ?", (seq,)
+    )
     conn.close()
     assert main(["ledger", "verify", "--db", str(db)]) == 1
     assert f"FAILED at row {seq}:" in capsys.readouterr().out
@@ -89,9 +90,16 @@ def test_export_csv_reproduces_the_hashes(
     prev = chain.GENESIS
     for row in rows:
         text = chain.content(
-            int(row["seq"]), row["at"], row["table_id"],
-            int(row["round"]) if row["round"] else None, int(row["seat"]), row["kind"],
-            row["category"], row["actor"], row["idem_key"] or None, row["data"],
+            int(row["seq"]),
+            row["at"],
+            row["table_id"],
+            int(row["round"]) if row["round"] else None,
+            int(row["seat"]),
+            row["kind"],
+            row["category"],
+            row["actor"],
+            row["idem_key"] or None,
+            row["data"],
         )
         assert row["prev_hash"] == prev
         prev = chain.link(prev, text)
@@ -106,8 +114,10 @@ def test_export_json_since(pristine: Path, capsys: pytest.CaptureFixture[str]) -
     assert isinstance(rows[0]["data"], dict)
     head = sqlite3.connect(pristine).execute("SELECT max(seq) FROM journal").fetchone()[0]
     assert rows[-1]["seq"] == head
-    assert main(["ledger", "export", "--db", str(pristine), "--format", "json",
-                 "--since", str(head)]) == 0
+    assert (
+        main(["ledger", "export", "--db", str(pristine), "--format", "json", "--since", str(head)])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out) == []
 
 
@@ -125,7 +135,8 @@ def test_meters(pristine: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert report["identity_gap_units"] == 0
     assert report["paid_attendant_units"] == balances["paid_attendant:main"]
     assert report["paid_total_units"] == (
-        balances["paid_attendant:main"] + balances.get("paid_tray", 0)
+        balances["paid_attendant:main"]
+        + balances.get("paid_tray", 0)
         + balances.get("paid_envy", 0)
     )
     spades = [h for h in report["hands"] if h["hand"] == "akq-spades" and h["source"] == "meter"]
@@ -149,8 +160,20 @@ def test_simulate_records_in_a_ledger(tmp_path: Path, capsys: pytest.CaptureFixt
     script = tmp_path / "s.txt"
     script.write_text("bet 1\nbet 2\nlock\nkey 2 akq-spades\nkey 9 flush\nconfirm\nreconcile\n")
     db = tmp_path / "sim.db"
-    argv = ["simulate", "--paytable", "tcp-sd-1", "--table", "sim-1", "--meter-rate", "0.15",
-            "--script", str(script), "--ledger", str(db), "--json"]
+    argv = [
+        "simulate",
+        "--paytable",
+        "tcp-sd-1",
+        "--table",
+        "sim-1",
+        "--meter-rate",
+        "0.15",
+        "--script",
+        str(script),
+        "--ledger",
+        str(db),
+        "--json",
+    ]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert main(argv) == 0  # a second run continues from the ledger's state
@@ -181,8 +204,10 @@ def test_readers_do_not_block_the_writer(db: Path) -> None:
 
 def _doc_blocks() -> list[tuple[str, str]]:
     text = (ROOT / "docs" / "ledger.md").read_text()
-    return [(m.group(1), m.group(2)) for m in
-            re.finditer(r"([^\n]*)\n\n(?:<!-- audit-chain -->\n)?```sh\n(.*?)```", text, re.S)]
+    return [
+        (m.group(1), m.group(2))
+        for m in re.finditer(r"([^\n]*)\n\n(?:<!-- audit-chain -->\n)?```sh\n(.*?)```", text, re.S)
+    ]
 
 
 needs_cli = pytest.mark.skipif(
@@ -196,8 +221,13 @@ def test_documented_audit_recipes(db: Path) -> None:
     blocks = _doc_blocks()
     assert len(blocks) >= 7
     for intro, code in blocks:
-        result = subprocess.run(["bash", "-c", code.replace("ledger.db", str(db))],
-                                capture_output=True, text=True, check=False, timeout=60)
+        result = subprocess.run(
+            ["bash", "-c", code.replace("ledger.db", str(db))],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
         assert result.returncode == 0, (code, result.stderr)
         if "prints nothing" in intro:
             assert result.stdout == "", (code, result.stdout)
@@ -213,6 +243,11 @@ def test_documented_chain_recipe_finds_an_edit(db: Path) -> None:
     conn.execute("UPDATE journal SET actor = 'mallory' WHERE seq = 7")
     conn.close()
     (code,) = [c for intro, c in _doc_blocks() if "Recompute every row's hash" in intro]
-    result = subprocess.run(["bash", "-c", code.replace("ledger.db", str(db))],
-                            capture_output=True, text=True, check=False, timeout=60)
+    result = subprocess.run(
+        ["bash", "-c", code.replace("ledger.db", str(db))],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert "BAD row 7\n" in result.stdout

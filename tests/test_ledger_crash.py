@@ -36,9 +36,25 @@ def run_child_and_kill(db: Path, run: str, seed: int, rng: random.Random) -> lis
     """Start a writer, SIGKILL it after a random delay, return the lines it completed."""
     group = rng.choice([1, 1, 4, 32])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "progressived.ledger.stress", "--db", str(db), "--table", TABLE,
-         "--run", run, "--seed", str(seed), "--group", str(group)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "progressived.ledger.stress",
+            "--db",
+            str(db),
+            "--table",
+            TABLE,
+            "--run",
+            run,
+            "--seed",
+            str(seed),
+            "--group",
+            str(group),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
     )
     lines: list[str] = []
 

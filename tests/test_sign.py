@@ -39,7 +39,9 @@ def test_view_shows_meter_pending_closed_and_offline() -> None:
 
 def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
     view = SignView("progressive", "main")
-    event = msg(kind="award_keyed", table="t7", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9)
+    event = msg(
+        kind="award_keyed", table="t7", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9
+    )
     assert view.apply("progressive/table/t7/event", event, now=0.0)
     assert "table t7 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
     assert not view.apply("progressive/table/t7/event", event, now=2.0)  # repeat, same seq
@@ -51,12 +53,17 @@ def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
 async def test_sign_subscribes_like_a_real_sign(mosquitto: Mosquitto) -> None:
     out = io.StringIO()
     sign = asyncio.create_task(
-        run_sign(mosquitto.host, mosquitto.port, "progressive", "main", out=out, plain=True, count=2)
+        run_sign(
+            mosquitto.host, mosquitto.port, "progressive", "main", out=out, plain=True, count=2
+        )
     )
     await asyncio.sleep(0.5)
     async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
         await client.publish(
-            "progressive/meter/main", msg(display="$1,500.00", state="open", seq=1), qos=1, retain=True
+            "progressive/meter/main",
+            msg(display="$1,500.00", state="open", seq=1),
+            qos=1,
+            retain=True,
         )
         await client.publish(
             "progressive/meter/main", msg(display="$1,500.25", state="pending", seq=2), qos=1

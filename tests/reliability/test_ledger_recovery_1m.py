@@ -33,8 +33,12 @@ def test_recover_a_million_events(tmp_path: Path) -> None:
         while ledger.head_seq + sum(len(b.events) for b in batches) < target:
             round_no += 1
             seats = frozenset(range(1, 1 + round_no % params.seats + 1))
-            commands = (Sensors(present=seats, at=AT), Lock(at=AT),
-                        Sensors(present=frozenset(), at=AT), Reconcile(at=AT))
+            commands = (
+                Sensors(present=seats, at=AT),
+                Lock(at=AT),
+                Sensors(present=frozenset(), at=AT),
+                Reconcile(at=AT),
+            )
             for index, command in enumerate(commands):
                 decision = decide(params, state, command)
                 assert decision.accepted
