@@ -2,7 +2,9 @@
 
 A paytable says, for each hand id, how the progressive wager is paid (a percentage of a
 named meter, "X for 1", "X to 1" or a fixed amount), what envy bonus it triggers, and the
-most times it can occur in one round dealt from one deck. Loading refuses anything it cannot
+most times it can occur in one round dealt from one deck. ``cards`` says which of the
+player's cards the hands are read on (three cards, a hold'em player's first five, or the
+best five of seven); it defaults by game and must fit it. Loading refuses anything it cannot
 read exactly, naming the file, the key and the reason.
 """
 
@@ -44,6 +46,66 @@ class Game(enum.StrEnum):
 
     THREE_CARD_POKER = "three-card-poker"
     ULTIMATE_TEXAS_HOLDEM = "ultimate-texas-holdem"
+
+
+class Cards(enum.StrEnum):
+    """Which of the player's cards a paytable's hands are read on.
+
+    The same hand names mean very different odds on different cards: a flush in the best
+    five of seven cards is about 1 in 33, in the first five cards about 1 in 509. The
+    paytable has to say which it means, and the PAR sheet counts on that.
+    """
+
+    THREE_CARD = "three-card"  # Three Card Poker: the player's three cards
+    FIRST_FIVE = "first-five"  # hold'em: the two hole cards and the three flop cards
+    BEST_OF_SEVEN = "best-of-seven"  # hold'em: the best five of hole cards and the board
+
+
+#: The readings each game allows; the first is the default when a file does not say.
+GAME_CARDS: dict[Game, tuple[Cards, ...]] = {
+    Game.THREE_CARD_POKER: (Cards.THREE_CARD,),
+    Game.ULTIMATE_TEXAS_HOLDEM: (Cards.BEST_OF_SEVEN, Cards.FIRST_FIVE),
+}
+
+#: The hands that can occur on each reading. ``community-royal`` and
+#: ``royal-flush-first-5`` split the seven cards by position, so they have no meaning on
+#: the first five alone; A-K-Q hands are three-card hands.
+CARDS_HANDS: dict[Cards, frozenset[Hand]] = {
+    Cards.THREE_CARD: frozenset(
+        {
+            Hand.AKQ_SPADES,
+            Hand.AKQ_SUITED,
+            Hand.STRAIGHT_FLUSH,
+            Hand.THREE_OF_A_KIND,
+            Hand.STRAIGHT,
+            Hand.FLUSH,
+        }
+    ),
+    Cards.FIRST_FIVE: frozenset(
+        {
+            Hand.ROYAL_FLUSH,
+            Hand.STRAIGHT_FLUSH,
+            Hand.FOUR_OF_A_KIND,
+            Hand.FULL_HOUSE,
+            Hand.FLUSH,
+            Hand.STRAIGHT,
+            Hand.THREE_OF_A_KIND,
+        }
+    ),
+    Cards.BEST_OF_SEVEN: frozenset(
+        {
+            Hand.ROYAL_FLUSH,
+            Hand.ROYAL_FLUSH_FIRST_5,
+            Hand.COMMUNITY_ROYAL,
+            Hand.STRAIGHT_FLUSH,
+            Hand.FOUR_OF_A_KIND,
+            Hand.FULL_HOUSE,
+            Hand.FLUSH,
+            Hand.STRAIGHT,
+            Hand.THREE_OF_A_KIND,
+        }
+    ),
+}
 
 
 class PayKind(enum.StrEnum):
@@ -185,6 +247,7 @@ class _PaytableModel(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     name: str
     game: Game
+    cards: Cards | None = None
     rule: str
     wager: Decimal | int | str
     envy_requires_trigger_wager: bool
@@ -192,6 +255,19 @@ class _PaytableModel(BaseModel):
     hands: list[_HandModel] = Field(min_length=1)
     limits: list[_LimitModel] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("cards", mode="before")
+    @classmethod
+    def _known_cards(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in {c.value for c in Cards}:
+            known = ", ".join(c.value for c in Cards)
+            raise ValueError(f"unknown reading {value!r} (known: {known})")
+        return value
+
+    @property
+    def reading(self) -> Cards:
+        """``cards`` as written, or the game's default."""
+        return self.cards if self.cards is not None else GAME_CARDS[self.game][0]
 
     @model_validator(mode="after")
     def _no_duplicate_hands(self) -> _PaytableModel:
@@ -235,6 +311,7 @@ class Paytable:
     id: str
     name: str
     game: Game
+    cards: Cards
     rule: str
     wager: int
     envy_requires_trigger_wager: bool
@@ -286,6 +363,24 @@ def _format_validation(path: str, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def _check_cards(model: _PaytableModel, source: str) -> None:
+    """The reading must be one the game deals, and every hand must be possible on it."""
+    allowed = GAME_CARDS[model.game]
+    if model.reading not in allowed:
+        names = ", ".join(repr(c.value) for c in allowed)
+        raise PaytableError(
+            f"{source}: cards: {model.reading.value!r} does not fit game "
+            f"{model.game.value!r} (allowed: {names})"
+        )
+    possible = CARDS_HANDS[model.reading]
+    for index, entry in enumerate(model.hands):
+        if entry.hand not in possible:
+            raise PaytableError(
+                f"{source}: hands[{index}] ({entry.hand.value}).hand: cannot occur when "
+                f"cards = {model.reading.value!r}"
+            )
+
+
 def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> Paytable:
     """Validate a parsed TOML document into a :class:`Paytable`, or raise :class:`PaytableError`."""
     try:
@@ -298,6 +393,7 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         raise PaytableError(f"{source}: wager: {exc}") from None
     if wager <= 0:
         raise PaytableError(f"{source}: wager: must be positive")
+    _check_cards(model, source)
     rules = []
     for index, entry in enumerate(model.hands):
         key = f"hands[{index}] ({entry.hand.value})"
@@ -321,6 +417,7 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         id=model.id,
         name=model.name,
         game=model.game,
+        cards=model.reading,
         rule=model.rule,
         wager=wager,
         envy_requires_trigger_wager=model.envy_requires_trigger_wager,

@@ -90,6 +90,14 @@ def test_uth_royal_group_limit() -> None:
     assert "at most 1 of royal-flush, royal-flush-first-5" in s.rejected[0]["reason"]
 
 
+def test_pmg_royal_on_the_first_five_cards_is_one_per_round() -> None:
+    # pmg reads hands on hole cards + flop: a royal needs both hole cards, so one per round
+    s = sim(table("pmg-01"), "bet 1\nbet 2\nlock\nkey 1 royal-flush\nkey 2 royal-flush")
+    assert s.rejected[0]["reason"] == (
+        "impossible: at most 1 royal-flush in one round dealt from one deck"
+    )
+
+
 def test_closed_progressive_refuses_lock_until_every_reason_clears() -> None:
     params = table()
     state, decisions = run(

@@ -83,7 +83,23 @@ def test_text_output_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown paytable" in capsys.readouterr().err
     assert main(["par", "tcp-sd-1", "--meter-rate", "0.9", "--reserve-rate", "0.2"]) == 2
     assert main(["par", "pmg-01"]) == 0
-    assert "WARNING" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "WARNING" not in out  # read on the first five cards (docs/par.md section 6)
+    assert "cards = first-five" in out
+
+
+@pytest.mark.parametrize(
+    ("paytable_id", "cards"),
+    [("tcp-sd-1", "three-card"), ("uth-01", "best-of-seven"), ("pmg-02", "first-five")],
+)
+def test_json_states_the_cards_reading(
+    capsys: pytest.CaptureFixture[str], paytable_id: str, cards: str
+) -> None:
+    data = _json(capsys, paytable_id)
+    assert data["cards"] == cards
+    readings = data["readings"]
+    assert isinstance(readings, list)
+    assert f"(cards = {cards})" in readings[0]
 
 
 def test_every_shipped_paytable_is_covered() -> None:

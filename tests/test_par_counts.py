@@ -1,4 +1,4 @@
-"""Hand counts, each two independent ways, plus the published seven-card counts."""
+"""Hand counts, each two independent ways, plus the published five- and seven-card counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from math import comb
 
 import pytest
 
-from progressived.par import holdem, three_card
+from progressived.par import five_card, holdem, three_card
 from progressived.par.cards import ACE, has_straight, rank_mask
 
 
@@ -134,7 +134,56 @@ def test_class_rules_agree_with_brute_force() -> None:
         (48, 44, 40, 36, 33, 29, 1),  # A-K-Q-J spades, T hearts, 9 clubs
     ]
     for cards in samples:
-        assert holdem.classify_seven(cards) == _brute_best(cards), cards
+        assert holdem.classify_best_five(cards) == _brute_best(cards), cards
+
+
+PUBLISHED_FIVE_CARD = {  # third check: the five-card counts every poker text publishes
+    "royal-flush": 4,
+    "straight-flush": 36,
+    "four-of-a-kind": 624,
+    "full-house": 3_744,
+    "flush": 5_108,
+    "straight": 10_200,
+    "three-of-a-kind": 54_912,
+    "two-pair": 123_552,
+    "pair": 1_098_240,
+    "high-card": 1_302_540,
+}
+
+
+def test_five_card_enumeration_matches_closed_form_and_published() -> None:
+    walked = five_card.class_counts()
+    closed = five_card.closed_form_counts()
+    assert walked == closed
+    assert sum(walked.values()) == comb(52, 5) == five_card.TOTAL
+    assert walked == PUBLISHED_FIVE_CARD
+
+
+def test_five_card_class_rules_agree_with_brute_force() -> None:
+    """The walk's rules, hand by hand, against the plain five-card evaluator."""
+    rng = random.Random(20261122)
+    samples = [tuple(rng.sample(range(52), 5)) for _ in range(3000)]
+    samples += [
+        (ACE * 4, 0, 4, 8, 12),  # A-2-3-4-5 of spades: wheel straight flush
+        (ACE * 4 + 1, 45, 41, 37, 33),  # royal of hearts
+        (ACE * 4, 1, 6, 11, 12),  # wheel, mixed suits
+        (ACE * 4, 44, 40, 36, 1),  # A-K-Q-J spades, 2 hearts: no straight
+        (0, 1, 2, 20, 21),  # full house
+    ]
+    for cards in samples:
+        assert holdem.classify_best_five(cards) == _brute_best(cards), cards
+
+
+def test_five_card_other_player_by_conditioning() -> None:
+    conditional = five_card.other_player_given_hole_cards()
+    counts = five_card.closed_form_counts()
+    assert conditional[holdem.ROYAL] == Fraction(counts["royal-flush"], five_card.TOTAL)
+    assert conditional[holdem.STRAIGHT_FLUSH] == Fraction(counts["straight-flush"], five_card.TOTAL)
+
+
+def test_best_five_walk_refuses_card_counts_it_cannot_count() -> None:
+    with pytest.raises(ValueError, match="5 to 9 cards"):
+        holdem.best_five_counts(10)
 
 
 def test_royal_split_two_ways() -> None:
@@ -142,6 +191,7 @@ def test_royal_split_two_ways() -> None:
     positional = holdem.royal_split_by_position()
     assert closed == positional
     assert closed[holdem.FIRST_5] == Fraction(4, comb(52, 5))
+    assert closed[holdem.FIRST_5] == Fraction(five_card.class_counts()["royal-flush"], comb(52, 5))
     assert closed[holdem.COMMUNITY] == Fraction(4, comb(52, 5))
     assert sum(closed.values()) == Fraction(4_324, comb(52, 7))
 

@@ -1,10 +1,11 @@
 """Sheet figures recomputed independently: the sheet takes three-card probabilities from
-the full enumeration and seven-card ones from the closed forms, so these tests take them
-from the other method, map hands by hand (not through the outcome chains) and pay them
-straight from the paytable rows."""
+the full enumeration and five- and seven-card ones from the closed forms, so these tests
+take them from the other method, map hands by hand (not through the outcome chains) and pay
+them straight from the paytable rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from fractions import Fraction
 from functools import cache
@@ -13,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from progressived.money import UNITS_PER_DOLLAR
-from progressived.par import holdem, three_card
+from progressived.par import five_card, holdem, three_card
 from progressived.par.sheet import (
     ParError,
     ParInputs,
     average_meter_at_hit,
     build_sheet,
+    decimal_text,
     return_at,
 )
-from progressived.paytable import PayKind, Paytable, find_paytable, load_all
+from progressived.paytable import Cards, PayKind, Paytable, find_paytable, load_all
 
 DOLLAR = UNITS_PER_DOLLAR
 ALL_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
@@ -33,6 +35,11 @@ def _seven_card() -> tuple[dict[str, int], dict[str, Fraction]]:
 
 
 @cache
+def _first_five() -> dict[str, int]:
+    return five_card.class_counts()
+
+
+@cache
 def _other_three_card(cls: str) -> Fraction:
     return three_card.other_player_given_hand(cls)
 
@@ -41,6 +48,8 @@ def _independent_probabilities(paytable_id: str) -> dict[str, Fraction]:
     if paytable_id.startswith("tcp"):
         counts = three_card.closed_form_counts()
         return {k: Fraction(v, three_card.TOTAL) for k, v in counts.items()}
+    if paytable_id.startswith("pmg"):  # cards = first-five: hole cards and flop only
+        return {k: Fraction(v, five_card.TOTAL) for k, v in _first_five().items()}
     counts, split = _seven_card()
     p = {k: Fraction(v, holdem.TOTAL) for k, v in counts.items()}
     first5, board, other = (
@@ -50,10 +59,9 @@ def _independent_probabilities(paytable_id: str) -> dict[str, Fraction]:
     )
     if paytable_id == "uth-01":
         p["royal-flush-first-5"], p["royal-flush"], p["community-royal"] = first5, other, board
-    elif paytable_id == "uth-02":
+    else:
+        assert paytable_id == "uth-02"
         p["royal-flush"], p["community-royal"] = first5 + other, board
-    else:  # pmg: a community royal is a royal
-        assert p["royal-flush"] == first5 + board + other
     return p
 
 
@@ -133,7 +141,8 @@ def test_envy_tcp_by_conditioning_on_the_bettors_hand(tables: dict[str, Paytable
 def test_envy_holdem_by_conditioning_on_the_bettors_hole_cards(
     tables: dict[str, Paytable],
 ) -> None:
-    conditional = holdem.other_player_given_hole_cards()
+    # pmg reads the other player's hand on their first five cards (hole cards and flop)
+    conditional = five_card.other_player_given_hole_cards()
     for table_id, scale in (("pmg-01", 1), ("pmg-02", 5)):
         sheet = build_sheet(tables[table_id], ParInputs(envy_players=4, non_bettors=1))
         expected = (
@@ -213,8 +222,38 @@ def test_bad_inputs(tables: dict[str, Paytable]) -> None:
 def test_readings_state_the_royal_splits(tables: dict[str, Paytable]) -> None:
     uth1 = build_sheet(tables["uth-01"], ParInputs())
     assert any("community cards: paid as community-royal" in r for r in uth1.readings)
+    assert "cards = best-of-seven" in uth1.readings[0]
     pmg = build_sheet(tables["pmg-01"], ParInputs())
-    assert any("community cards: paid as royal-flush" in r for r in pmg.readings)
+    assert "two hole cards and the three flop cards" in pmg.readings[0]
+    assert "cards = first-five" in pmg.readings[0]
+    assert not any("community" in r for r in pmg.readings)  # no board royal on five cards
     assert find_paytable("uth-02").rule_for("royal-flush-first-5") is None
     uth2 = build_sheet(tables["uth-02"], ParInputs())
     assert any("hole cards and the flop: paid as royal-flush" in r for r in uth2.readings)
+
+
+def test_pmg_on_the_first_five_cards_returns_less_than_the_wager(
+    tables: dict[str, Paytable],
+) -> None:
+    """The fixed pays over C(52,5) hands, written out; the meter pays on top."""
+    tray = Fraction(624 * 300 + 3_744 * 50 + 5_108 * 40 + 10_200 * 30 + 54_912 * 9, 2_598_960)
+    for table_id in ("pmg-01", "pmg-02"):
+        table = tables[table_id]
+        sheet = build_sheet(table, ParInputs(meter=1_000 * DOLLAR))
+        assert sheet.tray_return == tray
+        meter_part = (Fraction(4) + Fraction(36, 10)) * 1_000 * DOLLAR / (2_598_960 * table.wager)
+        assert sheet.player_return == tray + meter_part
+        assert sheet.player_return < 1
+        assert not sheet.warnings
+
+
+def test_pmg_read_on_seven_cards_would_return_several_times_the_wager(
+    tables: dict[str, Paytable],
+) -> None:
+    """Why the reading matters: the same schedule on the best five of seven cards."""
+    for table_id, quoted in (("pmg-01", "489.312"), ("pmg-02", "484.499")):  # docs/par.md
+        seven = dataclasses.replace(tables[table_id], cards=Cards.BEST_OF_SEVEN)
+        sheet = build_sheet(seven, ParInputs(meter=1_000 * DOLLAR))
+        assert sheet.tray_return > 4
+        assert sheet.warnings
+        assert decimal_text(sheet.player_return * 100, 3) == quoted

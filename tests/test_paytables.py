@@ -9,6 +9,7 @@ import pytest
 
 from progressived.money import UNITS_PER_DOLLAR as DOLLAR
 from progressived.paytable import (
+    Cards,
     Hand,
     PayKind,
     PaytableError,
@@ -75,6 +76,37 @@ def test_pmg_schedules_scale_envy_with_the_wager() -> None:
     assert sf is not None and sf.pay.percent == Fraction(1, 10)
 
 
+def test_every_paytable_states_which_cards_its_hands_are_read_on() -> None:
+    tables = load_all(PAYTABLES)
+    assert {pid: t.cards for pid, t in tables.items()} == {
+        "tcp-sd-1": Cards.THREE_CARD,
+        "tcp-sd-2": Cards.THREE_CARD,
+        "tcp-pa-5": Cards.THREE_CARD,
+        "uth-01": Cards.BEST_OF_SEVEN,
+        "uth-02": Cards.BEST_OF_SEVEN,
+        "pmg-01": Cards.FIRST_FIVE,
+        "pmg-02": Cards.FIRST_FIVE,
+    }
+    for path in sorted(PAYTABLES.glob("*.toml")):  # written out, not left to the default
+        assert f'\ncards = "{tables[path.stem].cards.value}"\n' in path.read_text()
+    for pid in ("pmg-01", "pmg-02"):
+        text = " ".join(tables[pid].notes)
+        assert "two hole cards and the three flop cards" in text
+        assert "royal-flush: any royal flush in those five cards" in text
+        royal = tables[pid].rule_for(Hand.ROYAL_FLUSH)
+        assert royal is not None and royal.max_per_round == 1
+
+
+def test_cards_defaults_by_game(tmp_path: Path) -> None:
+    assert load_paytable(write(tmp_path, GOOD)).cards is Cards.THREE_CARD
+    uth = GOOD.replace('"three-card-poker"', '"ultimate-texas-holdem"').replace(
+        '"akq-spades"', '"royal-flush"'
+    )
+    assert load_paytable(write(tmp_path, uth)).cards is Cards.BEST_OF_SEVEN
+    five = uth.replace("wager = 1.00", 'wager = 1.00\ncards = "first-five"')
+    assert load_paytable(write(tmp_path, five)).cards is Cards.FIRST_FIVE
+
+
 GOOD = """
 id = "x-1"
 name = "test"
@@ -120,12 +152,62 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
             "cannot read pay",
         ),
         (("wager = 1.00", "wager = 1.00\ncolour = 1"), "colour", "unknown key"),
+        (
+            ("wager = 1.00", 'wager = 1.00\ncards = "best-of-five"'),
+            "cards",
+            "unknown reading 'best-of-five'",
+        ),
+        (
+            ("wager = 1.00", 'wager = 1.00\ncards = "first-five"'),
+            "cards",
+            "'first-five' does not fit game 'three-card-poker'",
+        ),
     ],
 )
 def test_bad_paytables_name_file_key_and_reason(
     tmp_path: Path, change: tuple[str, str], key: str, reason: str
 ) -> None:
     path = write(tmp_path, GOOD.replace(*change, 1))
+    with pytest.raises(PaytableError) as info:
+        load_paytable(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert key in message
+    assert reason in message
+
+
+UTH = GOOD.replace('"three-card-poker"', '"ultimate-texas-holdem"').replace(
+    '"akq-spades"', '"royal-flush"'
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "reason"),
+    [
+        (
+            ("wager = 1.00", 'wager = 1.00\ncards = "three-card"'),
+            "cards",
+            "'three-card' does not fit game 'ultimate-texas-holdem'",
+        ),
+        (
+            ('hand = "royal-flush"', 'hand = "akq-spades"'),
+            "hands[0] (akq-spades).hand",
+            "cannot occur when cards = 'best-of-seven'",
+        ),
+        (
+            ("wager = 1.00\n", 'wager = 1.00\ncards = "first-five"\n'),
+            "hands[1] (community-royal).hand",
+            "cannot occur when cards = 'first-five'",
+        ),
+    ],
+)
+def test_bad_readings_name_file_key_and_reason(
+    tmp_path: Path, change: tuple[str, str], key: str, reason: str
+) -> None:
+    text = UTH.replace('hand = "straight"', 'hand = "community-royal"').replace(
+        '"6 for 1"', '"1,000 to 1"'
+    )
+    path = write(tmp_path, text.replace(*change, 1))
     with pytest.raises(PaytableError) as info:
         load_paytable(path)
     message = str(info.value)

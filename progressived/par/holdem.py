@@ -10,7 +10,9 @@ assignments. ``class_counts`` is an independent exact enumeration: it walks ever
 of seven ranks (how many cards of each rank), weighs it by its suit assignments and, for the
 assignments that put five or more cards in one suit, enumerates which ranks carry that suit.
 It visits every 7-card set once, in classes, in a few seconds instead of the hours a
-card-by-card loop over 133 million hands would take in Python.
+card-by-card loop over 133 million hands would take in Python. The walk
+(``best_five_counts``) takes the number of cards, so the first-five reading
+(:mod:`progressived.par.five_card`) counts with it too.
 
 Royals are then split by where their five cards sit (``royal_split``): in the first five
 cards (hole cards and flop), in the five community cards, or elsewhere.
@@ -165,17 +167,21 @@ def _flush_category(mask: int) -> str:
     return FLUSH
 
 
-def class_counts() -> dict[str, int]:
-    """Count every category by enumerating rank multisets and their suit assignments.
+def best_five_counts(cards: int) -> dict[str, int]:
+    """Count every category of the best five of ``cards`` cards (5 to 9), by rank multisets.
 
     For a rank multiset with ``c_r`` cards of rank ``r`` there are prod C(4, c_r) suit
-    assignments. Seven cards hold at most one suit five or more times; the assignments
-    where suit s sits on exactly the ranks F (|F| >= 5) number prod_{r in F} C(3, c_r - 1)
-    x prod_{r not in F} C(3, c_r). Those are flushes (straight/royal by F); every other
-    assignment is ranked by the multiset alone.
+    assignments. Fewer than ten cards hold at most one suit five or more times; the
+    assignments where suit s sits on exactly the ranks F (|F| >= 5) number
+    prod_{r in F} C(3, c_r - 1) x prod_{r not in F} C(3, c_r). Those are flushes
+    (straight/royal by F); every other assignment is ranked by the multiset alone. The
+    same walk serves seven cards (:func:`class_counts`) and the first five
+    (:mod:`progressived.par.five_card`).
     """
+    if not 5 <= cards <= 9:
+        raise ValueError(f"the walk counts 5 to 9 cards, not {cards}")
     counts = dict.fromkeys(CATEGORIES, 0)
-    for vector in _rank_vectors(CARDS, RANKS):
+    for vector in _rank_vectors(cards, RANKS):
         present = [(r, c) for r, c in enumerate(vector) if c]
         mask = rank_mask([r for r, _ in present])
         multiplicities = tuple(c for _, c in present)
@@ -200,10 +206,16 @@ def class_counts() -> dict[str, int]:
     return counts
 
 
-def classify_seven(cards: tuple[int, ...]) -> str:
-    """One seven-card set's category by the rules :func:`class_counts` counts with.
+def class_counts() -> dict[str, int]:
+    """Count every seven-card category by enumerating rank multisets (:func:`best_five_counts`)."""
+    return best_five_counts(CARDS)
 
-    Used by the tests to hold those rules against a brute-force best-of-21 evaluator.
+
+def classify_best_five(cards: tuple[int, ...]) -> str:
+    """The best-five category of five to nine cards by the rules :func:`best_five_counts` uses.
+
+    Used by the tests to hold those rules against a brute-force evaluator of every five-card
+    subset.
     """
     counts = [0] * RANKS
     by_suit = [0] * SUITS

@@ -15,18 +15,37 @@ from functools import cache
 from typing import Any
 
 from progressived.money import UNITS_PER_CENT
-from progressived.par import holdem, three_card
+from progressived.par import five_card, holdem, three_card
 from progressived.par.outcomes import OutcomeClass, hand_probabilities, readings
 from progressived.params import DEFAULT_SEED
-from progressived.paytable import Game, Hand, Paytable
+from progressived.paytable import Cards, Hand, Paytable
 
 
 @cache
-def classes_for(game: Game) -> tuple[OutcomeClass, ...]:
-    """The disjoint outcome classes of one game (computed once per process)."""
-    if game is Game.THREE_CARD_POKER:
+def classes_for(cards: Cards) -> tuple[OutcomeClass, ...]:
+    """The disjoint outcome classes of one reading of the player's cards (once per process).
+
+    Chosen by the paytable's ``cards`` setting, not by its game: the same hold'em hand
+    names have very different odds on the first five cards and on the best five of seven.
+    """
+    if cards is Cards.THREE_CARD:
         return three_card.outcome_classes()
+    if cards is Cards.FIRST_FIVE:
+        return five_card.outcome_classes()
     return holdem.outcome_classes()
+
+
+_CARDS_READINGS = {
+    Cards.THREE_CARD: "hands are the player's three cards (cards = three-card)",
+    Cards.FIRST_FIVE: (
+        "hands are the five-card hand of the player's two hole cards and the three flop cards;"
+        " the turn and river do not count (cards = first-five)"
+    ),
+    Cards.BEST_OF_SEVEN: (
+        "hands are the best five of the player's seven cards, the two hole cards and the five"
+        " community cards (cards = best-of-seven)"
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +171,7 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
         raise ParError("the seed must be positive")
     wager = paytable.wager
     meter = Fraction(inputs.meter_units)
-    classes = classes_for(paytable.game)
+    classes = classes_for(paytable.cards)
     probs = hand_probabilities(classes, paytable)
     lines = []
     for rule in paytable.hands:
@@ -202,7 +221,11 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
         paytable=paytable,
         inputs=inputs,
         lines=tuple(lines),
-        readings=tuple(_meter_readings(paytable) + readings(classes, paytable)),
+        readings=(
+            _CARDS_READINGS[paytable.cards],
+            *_meter_readings(paytable),
+            *readings(classes, paytable),
+        ),
         tray_return=tray_return,
         meter_coefficient=coefficient,
         player_return=player_return,
@@ -272,6 +295,7 @@ def to_json(sheet: ParSheet) -> dict[str, Any]:
         "paytable": table.id,
         "name": table.name,
         "game": table.game.value,
+        "cards": table.cards.value,
         "wager_cents": table.wager // UNITS_PER_CENT,
         "meter_cents": cents_text(Fraction(sheet.inputs.meter_units)),
         "readings": list(sheet.readings) + list(table.notes),
