@@ -131,7 +131,8 @@ class AmqttBroker:
 
 
 def start_broker(workdir: Path) -> Mosquitto | AmqttBroker:
-    if find_mosquitto():
+    """The system's Mosquitto, else amqtt (``PROGRESSIVED_DEMO_BROKER=amqtt`` forces it)."""
+    if os.environ.get("PROGRESSIVED_DEMO_BROKER") != "amqtt" and find_mosquitto():
         return Mosquitto().start()
     return AmqttBroker(workdir).start()
 
