@@ -43,7 +43,9 @@ from progressived.ledger import (
     LedgerError,
     LedgerUnavailable,
     OutboxMessage,
+    reports,
 )
+from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import (
     Topics,
     dumps,
@@ -55,6 +57,7 @@ from progressived.mqtt.payloads import (
 )
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
 from progressived.settings import DaemonConfig
+from progressived.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
@@ -73,6 +76,7 @@ class Health:
     broker_connected: bool = False
     ledger_ok: bool = True
     loop_beat: float = field(default_factory=time.monotonic)
+    board_offline_since: float = field(default_factory=time.monotonic)
     last_error: str = ""
 
 
@@ -85,7 +89,7 @@ class _LedgerOutbox:
     async def pending(self, limit: int) -> Sequence[PendingMessage]:
         ledger = self.controller.ledger
         rows = await self.controller.db(ledger.outbox_pending, limit)
-        return [PendingMessage(r.id, r.topic, r.payload, r.qos, r.retain) for r in rows]
+        return [PendingMessage(r.id, r.topic, r.payload, r.qos, r.retain, r.seq) for r in rows]
 
     async def ack(self, ids: Sequence[int]) -> None:
         await self.controller.db(self.controller.ledger.outbox_ack, ids)
@@ -101,8 +105,10 @@ class Controller:
         driver: BoardDriver | None = None,
         clock: Callable[[], str] = utc_now,
         version: str = __version__,
+        notifier: Notifier | None = None,
     ) -> None:
         self.config = config
+        self.notifier = notifier or Notifier()
         self.params = config.params
         self.clock = clock
         self.version = version
@@ -130,6 +136,10 @@ class Controller:
             hooks=self,
         )
         self.listeners: list[Callable[[str, Mapping[str, Any]], None]] = []
+        self.metrics: TableMetrics | None = None
+        self.metrics_port: int | None = None
+        self._hits = HitCounts()
+        self._key_started: dict[int, float] = {}
 
     # ------------------------------------------------------------- plumbing
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -137,12 +147,65 @@ class Controller:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
 
+    async def commit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A ledger write on the ledger thread, timed for the commit histogram."""
+        started = time.perf_counter()
+        result = await self.db(fn, *args, **kwargs)
+        if self.metrics is not None:
+            self.metrics.commit.labels(self.params.table_id).observe(time.perf_counter() - started)
+        return result
+
     def broker_up(self, up: bool) -> None:
         self.health.broker_connected = up
 
-    def published(self, topic: str, first_seen: float | None) -> None:
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
+        started = self._key_started.pop(seq, None)
+        if started is not None and self.metrics is not None:
+            self.metrics.key_to_publish.labels(self.params.table_id).observe(
+                time.perf_counter() - started
+            )
         for listener in self.listeners:
-            listener("published", {"topic": topic, "first_seen": first_seen})
+            listener("published", {"topic": topic, "seq": seq, "first_seen": first_seen})
+
+    # ------------------------------------------------------------- metrics source
+    def table_id(self) -> str:
+        return self.params.table_id
+
+    def meter_ids(self) -> Sequence[str]:
+        return self.params.meter_ids
+
+    def current_state(self) -> TableState:
+        return self.state
+
+    def info(self) -> dict[str, str]:
+        return {
+            "version": self.version,
+            "paytable": self.params.paytable.id,
+            "config_digest": self.config.digest[:16],
+        }
+
+    def hit_counts(self) -> HitCounts:
+        return self._hits
+
+    def board_counters(self) -> Mapping[str, int]:
+        return dict(self.driver.counters)
+
+    def health_gauges(self) -> Sequence[tuple[str, str, bool]]:
+        ok, _ = self.check_health()
+        return [
+            ("board_online", "The sensor board is online.", self.health.board_online),
+            ("broker_connected", "Connected to the MQTT broker.", self.health.broker_connected),
+            ("ledger_ok", "The ledger accepts writes.", self.health.ledger_ok),
+            (
+                "table_open",
+                "The progressive is open (LOCK accepted).",
+                not self.state.closed and self.health.ledger_ok,
+            ),
+            ("healthy", "The watchdog is being pinged.", ok),
+        ]
+
+    def head_seq(self) -> int:
+        return self.ledger.head_seq
 
     def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
         for listener in self.listeners:
@@ -194,7 +257,7 @@ class Controller:
     ) -> bool:
         """Journal a system event (and tell the signs). False if the ledger is unavailable."""
         try:
-            await self.db(
+            await self.commit(
                 self.ledger.record,
                 kind,
                 dict(detail),
@@ -211,12 +274,20 @@ class Controller:
         self.publisher.wake()
         return True
 
-    async def apply(self, command: Command, *, idempotency_key: str | None = None) -> bool:
-        """Decide, journal, then take effect. Returns whether the command was applied."""
-        async with self._lock:
-            return await self._apply_locked(command, idempotency_key)
+    async def apply(
+        self, command: Command, *, idempotency_key: str | None = None, started: float | None = None
+    ) -> bool:
+        """Decide, journal, then take effect. Returns whether the command was applied.
 
-    async def _apply_locked(self, command: Command, idempotency_key: str | None) -> bool:
+        ``started`` (perf_counter) is when the key press that caused it arrived, for the
+        key-to-publish histogram.
+        """
+        async with self._lock:
+            return await self._apply_locked(command, idempotency_key, started)
+
+    async def _apply_locked(
+        self, command: Command, idempotency_key: str | None, started: float | None = None
+    ) -> bool:
         if isinstance(command, Lock) and not self.health.ledger_ok:
             await self._refuse(
                 "the ledger is unavailable: LOCK refused", "ledger-unavailable", command
@@ -229,7 +300,7 @@ class Controller:
         if not decision.events:
             return True
         try:
-            result = await self.db(
+            result = await self.commit(
                 self.ledger.append,
                 decision.events,
                 decision.state,
@@ -246,6 +317,15 @@ class Controller:
             log.info("duplicate input ignored", key=idempotency_key)
             return False
         self.state = decision.state
+        self._hits.count(decision.events)
+        if self.metrics is not None:
+            self.metrics.count(decision.events)
+        if started is not None and result.last_seq >= result.first_seq:
+            # the first outbox message of this command carries one of these seqs
+            for seq in range(result.first_seq, result.last_seq + 1):
+                self._key_started[seq] = started
+            if len(self._key_started) > 10_000:
+                self._key_started.clear()
         for event in decision.events:
             log.info(
                 "event",
@@ -270,6 +350,8 @@ class Controller:
             round=self.state.round,
         )
         self._notify("rejected", {"reason": reason, "code": code})
+        if self.metrics is not None:
+            self.metrics.rejected.labels(self.params.table_id, code).inc()
         if self.health.ledger_ok:
             await self.record(
                 "command_rejected",
@@ -319,10 +401,15 @@ class Controller:
             case SensorsReported(present=present):
                 await self.apply(Sensors(present=present, at=now, actor="board"))
             case KeyPressed():
+                started = time.perf_counter()
                 outcome = self.keypad.feed(event, now)
                 self._notify("key", {"code": event.code, "display": outcome.display})
                 if outcome.kind is OutcomeKind.COMMAND and outcome.command is not None:
-                    await self.apply(outcome.command, idempotency_key=event.idempotency_key or None)
+                    await self.apply(
+                        outcome.command,
+                        idempotency_key=event.idempotency_key or None,
+                        started=started,
+                    )
                 elif outcome.kind is OutcomeKind.REFUSED:
                     log.warning("key sequence refused", code=event.code, display=outcome.display)
                     await self.record(
@@ -348,6 +435,7 @@ class Controller:
                 self._after_change()
             case BoardOffline(reason=reason):
                 self.health.board_online = False
+                self.health.board_offline_since = time.monotonic()
                 self.keypad.reset()
                 await self.record("board_offline", {"reason": reason})
                 await self.apply(
@@ -390,6 +478,35 @@ class Controller:
                     await self.db(self.ledger.checkpoint)
                 self._last_write = time.monotonic()
 
+    def check_health(self) -> tuple[bool, str]:
+        """Healthy = ledger writable, event loop turning, board online (after a grace)."""
+        now = time.monotonic()
+        wd = self.config.watchdog
+        if not self.health.ledger_ok:
+            return False, f"ledger unavailable: {self.health.last_error}"
+        if now - self.health.loop_beat > wd.loop_stall_s:
+            return False, f"event loop stalled for {now - self.health.loop_beat:.1f}s"
+        offline_for = now - self.health.board_offline_since
+        if not self.health.board_online and offline_for > wd.board_offline_grace_s:
+            return False, f"board offline for {offline_for:.0f}s"
+        return True, "ok"
+
+    async def _watchdog(self) -> None:
+        """Ping systemd's watchdog only while healthy; say why when not."""
+        interval = self.notifier.watchdog_interval_s
+        if interval is None:
+            return
+        was_ok = True
+        while True:
+            ok, why = self.check_health()
+            if ok:
+                self.notifier.watchdog()
+            if ok != was_ok:
+                self.notifier.status("healthy" if ok else f"unhealthy: {why}")
+                (log.info if ok else log.error)("health", healthy=ok, reason=why)
+                was_ok = ok
+            await asyncio.sleep(min(interval, 1.0))
+
     # ------------------------------------------------------------- life
     async def start(self) -> None:
         """Open the ledger (recovering the round in progress) and journal the start."""
@@ -399,6 +516,10 @@ class Controller:
             Ledger.open, cfg.ledger.path, self.params, at=self.clock(), software=self.version
         )
         self.state = self.ledger.state
+        if cfg.metrics.enabled:
+            self.metrics = TableMetrics(_Source(self))
+            self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
+            log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
         await self.record(
             "daemon_started",
             {
@@ -428,6 +549,7 @@ class Controller:
             loop.create_task(self.driver.run(), name="board"),
             loop.create_task(self._board_loop(), name="input"),
             loop.create_task(self._housekeeping(), name="housekeeping"),
+            loop.create_task(self._watchdog(), name="watchdog"),
         ]
         for task in tasks:
             task.add_done_callback(_log_task_error)
@@ -439,7 +561,10 @@ class Controller:
             broker=f"{self.config.mqtt.host}:{self.config.mqtt.port}",
         )
         self._notify("ready", {})
+        loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(_log_task_error)
+        self.notifier.ready(f"table {self.params.table_id} running")
         await self._stop.wait()
+        self.notifier.stopping()
         await self.shutdown(tasks)
         return 0
 
@@ -447,7 +572,7 @@ class Controller:
         """Finish the open transaction, journal the stop, publish offline, close."""
         async with self._lock:  # waits for a command being journaled
             for task in tasks:
-                if task.get_name() in ("input", "housekeeping"):
+                if task.get_name() in ("input", "housekeeping", "watchdog"):
                     task.cancel()
             with contextlib.suppress(LedgerError):
                 await self.db(
@@ -466,10 +591,55 @@ class Controller:
         self._executor.shutdown(wait=True)
         log.info("stopped", table=self.params.table_id)
 
+    async def _seed_hits(self) -> None:
+        """Hits and wins per hand from the ledger (a read-only scan, off the event loop).
+
+        Commands wait meanwhile (the board is still saying hello at start), so no event
+        is counted twice or missed.
+        """
+        async with self._lock:
+            report = await asyncio.to_thread(reports.meters, self.config.ledger.path)
+            fresh = HitCounts()
+            fresh.seed(report)
+            with self._hits.lock:
+                self._hits.progressive_in = fresh.progressive_in
+                self._hits.hits, self._hits.wins = fresh.hits, fresh.wins
+
     async def _drain_outbox(self) -> None:
         while self.publisher.connected and len(await self.db(self.ledger.outbox_pending, 1)):
             self.publisher.wake()
             await asyncio.sleep(0.05)
+
+
+class _Source:
+    """The controller seen by the metrics collector (read from the HTTP thread)."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    def table_id(self) -> str:
+        return self.c.table_id()
+
+    def meter_ids(self) -> Sequence[str]:
+        return self.c.meter_ids()
+
+    def state(self) -> TableState:
+        return self.c.current_state()
+
+    def info(self) -> dict[str, str]:
+        return self.c.info()
+
+    def hit_counts(self) -> HitCounts:
+        return self.c.hit_counts()
+
+    def board_counters(self) -> Mapping[str, int]:
+        return self.c.board_counters()
+
+    def health(self) -> Sequence[tuple[str, str, bool]]:
+        return self.c.health_gauges()
+
+    def head_seq(self) -> int:
+        return self.c.head_seq()
 
 
 def _log_task_error(task: asyncio.Future[Any]) -> None:
@@ -483,4 +653,3 @@ def _log_task_error(task: asyncio.Future[Any]) -> None:
 async def run_daemon(config: DaemonConfig) -> int:
     controller = Controller(config)
     return await controller.run()
-

@@ -44,6 +44,13 @@ class ControlSection(_Strict):
     group: str | None = None
 
 
+class WatchdogSection(_Strict):
+    """When the systemd watchdog stops being pinged (and systemd restarts the daemon)."""
+
+    board_offline_grace_s: float = Field(default=30.0, ge=0, le=3600)
+    loop_stall_s: float = Field(default=5.0, gt=0, le=600)
+
+
 class LogSection(_Strict):
     format: Literal["auto", "json", "console"] = "auto"
     level: Literal["debug", "info", "warning", "error"] = "info"
@@ -67,6 +74,7 @@ class _DaemonModel(_Strict):
     metrics: MetricsSection = Field(default_factory=MetricsSection)
     control: ControlSection = Field(default_factory=ControlSection)
     log: LogSection = Field(default_factory=LogSection)
+    watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,7 @@ class DaemonConfig:
     metrics: MetricsSection
     control: ControlSection
     log: LogSection
+    watchdog: WatchdogSection
 
 
 def _prefixed(source: str, section: str, exc: ValidationError) -> str:
@@ -145,6 +154,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         metrics=model.metrics,
         control=model.control,
         log=model.log,
+        watchdog=model.watchdog,
     )
 
 

@@ -21,8 +21,18 @@ from progressived.ledger.verify import meter_ids
 from progressived.money import display, display_exact
 
 COLUMNS = (
-    "seq", "at", "table_id", "round", "seat", "kind", "category", "actor", "idem_key", "data",
-    "prev_hash", "hash",
+    "seq",
+    "at",
+    "table_id",
+    "round",
+    "seat",
+    "kind",
+    "category",
+    "actor",
+    "idem_key",
+    "data",
+    "prev_hash",
+    "hash",
 )
 
 
@@ -86,8 +96,14 @@ def meters(path: Path | str) -> dict[str, Any]:
         ):
             source = {"award_confirmed": "meter", "tray_paid": "tray", "envy_paid": "envy"}[kind]
             hands.append(
-                {"hand": hand, "source": source, "meter": meter, "hits": int(hits),
-                 "units": int(units), "display": display(int(units))}
+                {
+                    "hand": hand,
+                    "source": source,
+                    "meter": meter,
+                    "hits": int(hits),
+                    "units": int(units),
+                    "display": display(int(units)),
+                }
             )
     finally:
         conn.close()
@@ -125,8 +141,7 @@ def meters(path: Path | str) -> dict[str, Any]:
 def render_meters(report: dict[str, Any]) -> str:
     lines = [
         f"table {report['table_id']}  (ledger row {report['head_seq']}, {report['as_of']})",
-        f"progressive in: {report['progressive_in']} wagers "
-        f"({display(report['wagers_units'])})",
+        f"progressive in: {report['progressive_in']} wagers ({display(report['wagers_units'])})",
     ]
     for meter_id, m in report["meters"].items():
         lines.append(
@@ -180,9 +195,20 @@ def hits(path: Path | str, last: int = 25) -> list[dict[str, Any]]:
     for seq, at, table_id, rnd, seat, hand, meter, units, by, moves in rows:
         before, after = json.loads(moves) if moves else (None, None)
         out.append(
-            {"seq": seq, "at": at, "table_id": table_id, "round": rnd, "seat": seat,
-             "hand": hand, "meter": meter, "units": units, "amount": display(units),
-             "meter_before_units": before, "meter_after_units": after, "confirmed_by": by}
+            {
+                "seq": seq,
+                "at": at,
+                "table_id": table_id,
+                "round": rnd,
+                "seat": seat,
+                "hand": hand,
+                "meter": meter,
+                "units": units,
+                "amount": display(units),
+                "meter_before_units": before,
+                "meter_after_units": after,
+                "confirmed_by": by,
+            }
         )
     return out
 

@@ -421,8 +421,7 @@ class Ledger:
         except sqlite3.Error as exc:
             raise translate(exc, self._path) from None
         return [
-            OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r))
-            for i, s, t, p, q, r in rows
+            OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r)) for i, s, t, p, q, r in rows
         ]
 
     # ------------------------------------------------------------------ writing

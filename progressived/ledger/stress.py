@@ -109,9 +109,15 @@ def drive(
                 flush()
                 result = ledger.record(
                     "command_rejected",
-                    {"command": type(command).__name__, "code": decision.code,
-                     "reason": decision.reason},
-                    at=at, actor=command.actor, round=state.round, idempotency_key=key,
+                    {
+                        "command": type(command).__name__,
+                        "code": decision.code,
+                        "reason": decision.reason,
+                    },
+                    at=at,
+                    actor=command.actor,
+                    round=state.round,
+                    idempotency_key=key,
                 )
                 if on_commit is not None:
                     on_commit([(key, result)])
@@ -149,8 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        drive(ledger, params, rounds=args.rounds, seed=args.seed, run=args.run,
-              group=args.group, on_commit=ack)
+        drive(
+            ledger,
+            params,
+            rounds=args.rounds,
+            seed=args.seed,
+            run=args.run,
+            group=args.group,
+            on_commit=ack,
+        )
     finally:
         ledger.close()
     print("DONE", flush=True)

@@ -131,7 +131,11 @@ def _postings_by_seq(conn: sqlite3.Connection) -> Iterator[tuple[int, list[tuple
 
 
 def _run(
-    conn: sqlite3.Connection, report: VerifyReport, *, replay: bool, integrity: bool,
+    conn: sqlite3.Connection,
+    report: VerifyReport,
+    *,
+    replay: bool,
+    integrity: bool,
     max_problems: int,
 ) -> None:
     def problem(seq: int | None, message: str) -> None:
@@ -165,8 +169,11 @@ def _run(
         if seq != expected_seq:
             problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
         if prev_hash != expected_prev:
-            problem(seq, "prev_hash is not the hash of the row before it (rows deleted, "
-                    "inserted or reordered)")
+            problem(
+                seq,
+                "prev_hash is not the hash of the row before it (rows deleted, "
+                "inserted or reordered)",
+            )
         text = chain.content(seq, at, table_id, rnd, seat, kind, category, actor, idem, data)
         if chain.link(prev_hash, text) != row_hash:
             problem(seq, "hash does not match the row's content (the row was edited)")

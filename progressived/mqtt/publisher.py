@@ -39,6 +39,7 @@ class PendingMessage:
     payload: str
     qos: int
     retain: bool
+    seq: int = 0  # the journal row the message describes
 
 
 class Outbox(Protocol):
@@ -52,14 +53,14 @@ class Outbox(Protocol):
 class PublisherHooks(Protocol):
     def broker_up(self, up: bool) -> None: ...
 
-    def published(self, topic: str, first_seen: float | None) -> None: ...
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None: ...
 
 
 class _NoHooks:
     def broker_up(self, up: bool) -> None:
         return None
 
-    def published(self, topic: str, first_seen: float | None) -> None:
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
         return None
 
 
@@ -197,7 +198,7 @@ class SignPublisher:
                             row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
                         )
                         done.append(row.id)
-                        self.hooks.published(row.topic, None)
+                        self.hooks.published(row.topic, row.seq, None)
                 finally:
                     if done:
                         await self.outbox.ack(done)
@@ -216,7 +217,8 @@ class SignPublisher:
                 self._last_sent[meter_id] = time.monotonic()
                 self._dirty.discard(meter_id)
                 topic = self.topics.meter(meter_id)
-                self.hooks.published(topic, self._first_seen.pop(meter_id, None))
+                seq = int(payload.get("seq", 0))
+                self.hooks.published(topic, seq, self._first_seen.pop(meter_id, None))
             wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
             if self._wake.is_set():
                 continue
