@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -192,6 +193,8 @@ class Ledger:
         self._head_hash = chain.GENESIS
         self._since_snapshot = 0
         self._closed = False
+        self._stale = False  # a write failed: re-read the head before the next one
+        self._mutex = threading.RLock()  # the daemon may write from executor threads
         self.recovery = Recovery(0, 0, 0.0)
 
     # ------------------------------------------------------------------ opening
@@ -482,7 +485,7 @@ class Ledger:
         """Forget outbox messages that were published."""
         if not ids:
             return
-        with self._transaction():
+        with self._mutex, self._transaction():
             self._conn.executemany("DELETE FROM outbox WHERE id = ?", [(int(i),) for i in ids])
 
     def checkpoint(self) -> None:
@@ -548,6 +551,20 @@ class Ledger:
         return known
 
     def _write(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
+        with self._mutex:
+            if self._stale:
+                # The last write failed (disk full, I/O error). If the failure came after
+                # SQLite had made the commit durable, the file is ahead of memory: start
+                # again from what the file holds. Callers re-read ``state`` after an error.
+                self._recover()
+                self._stale = False
+            try:
+                return self._write_locked(items)
+            except LedgerUnavailable:
+                self._stale = True
+                raise
+
+    def _write_locked(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
         self._check_open()
         table_id = self._table_id
         seq = self._head_seq
