@@ -588,6 +588,7 @@ class Ledger:
                     results.append(replace(first, duplicate=True))
                     continue
             rows: list[JournalRow] = []
+            count = 0
             specs: list[tuple[str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...]]]
             try:
                 actor = chain.clean("actor", item.actor)
@@ -623,7 +624,7 @@ class Ledger:
                 for row_at, rnd, seat, kind, category, data, postings in specs:
                     seq += 1
                     text = dumps(data)
-                    idem = key if not rows else None
+                    idem = key if not count else None
                     prev = chain.link(
                         prev,
                         chain.content(
@@ -639,9 +640,13 @@ class Ledger:
                         legs.append((seq, leg, posting.account, posting.units))
                         balances[posting.account] = balances.get(posting.account, 0) + posting.units
                         touched[posting.account] = seq
-                    rows.append(
-                        JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
-                    )
+                    count += 1
+                    if item.outbox is not None:  # only the outbox callback needs them
+                        rows.append(
+                            JournalRow(
+                                seq, row_at, kind, rnd, seat, data, category, actor, idem, prev
+                            )
+                        )
             except (ValueError, TypeError) as exc:
                 raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
             if isinstance(item, Batch):
@@ -651,9 +656,9 @@ class Ledger:
                         "ledger's after these events"
                     )
                 state = item.state
-            result = AppendResult(seq - len(rows) + 1, seq)
+            result = AppendResult(seq - count + 1, seq)
             results.append(result)
-            since += len(rows)
+            since += count
             if key is not None:
                 group_keys[key] = result
                 keys.append((key, result.first_seq, result.last_seq))
