@@ -70,3 +70,14 @@ def test_checkpoint_truncates_the_wal(tmp_path: Path) -> None:
         ledger.checkpoint()
         assert wal.stat().st_size == 0
         assert ledger._conn.execute("PRAGMA journal_size_limit").fetchone()[0] > 0
+
+
+def test_after_a_failed_write_the_head_is_read_again(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with Ledger.open(db, PARAMS, at=AT) as ledger:
+        row2 = ledger.head_hash
+        ledger.record("start", {}, at=AT)
+        # As if COMMIT had reported an I/O error after SQLite made it durable.
+        ledger._head_seq, ledger._head_hash, ledger._stale = 2, row2, True
+        assert ledger.record("stop", {}, at=AT).first_seq == 4
+    assert verify(db).ok

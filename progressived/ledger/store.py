@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -192,6 +193,8 @@ class Ledger:
         self._head_hash = chain.GENESIS
         self._since_snapshot = 0
         self._closed = False
+        self._stale = False  # a write failed: re-read the head before the next one
+        self._mutex = threading.RLock()  # the daemon may write from executor threads
         self.recovery = Recovery(0, 0, 0.0)
 
     # ------------------------------------------------------------------ opening
@@ -481,7 +484,7 @@ class Ledger:
         """Forget outbox messages that were published."""
         if not ids:
             return
-        with self._transaction():
+        with self._mutex, self._transaction():
             self._conn.executemany("DELETE FROM outbox WHERE id = ?", [(int(i),) for i in ids])
 
     def checkpoint(self) -> None:
@@ -547,6 +550,20 @@ class Ledger:
         return known
 
     def _write(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
+        with self._mutex:
+            if self._stale:
+                # The last write failed (disk full, I/O error). If the failure came after
+                # SQLite had made the commit durable, the file is ahead of memory: start
+                # again from what the file holds. Callers re-read ``state`` after an error.
+                self._recover()
+                self._stale = False
+            try:
+                return self._write_locked(items)
+            except LedgerUnavailable:
+                self._stale = True
+                raise
+
+    def _write_locked(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
         self._check_open()
         table_id = self._table_id
         seq = self._head_seq
@@ -570,6 +587,7 @@ class Ledger:
                     results.append(replace(first, duplicate=True))
                     continue
             rows: list[JournalRow] = []
+            count = 0
             specs: list[tuple[str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...]]]
             try:
                 actor = chain.clean("actor", item.actor)
@@ -605,7 +623,7 @@ class Ledger:
                 for row_at, rnd, seat, kind, category, data, postings in specs:
                     seq += 1
                     text = dumps(data)
-                    idem = key if not rows else None
+                    idem = key if not count else None
                     prev = chain.link(
                         prev,
                         chain.content(
@@ -621,9 +639,13 @@ class Ledger:
                         legs.append((seq, leg, posting.account, posting.units))
                         balances[posting.account] = balances.get(posting.account, 0) + posting.units
                         touched[posting.account] = seq
-                    rows.append(
-                        JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
-                    )
+                    count += 1
+                    if item.outbox is not None:  # only the outbox callback needs them
+                        rows.append(
+                            JournalRow(
+                                seq, row_at, kind, rnd, seat, data, category, actor, idem, prev
+                            )
+                        )
             except (ValueError, TypeError) as exc:
                 raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
             if isinstance(item, Batch):
@@ -633,9 +655,9 @@ class Ledger:
                         "ledger's after these events"
                     )
                 state = item.state
-            result = AppendResult(seq - len(rows) + 1, seq)
+            result = AppendResult(seq - count + 1, seq)
             results.append(result)
-            since += len(rows)
+            since += count
             if key is not None:
                 group_keys[key] = result
                 keys.append((key, result.first_seq, result.last_seq))
