@@ -58,7 +58,7 @@ reconnect_max_s = 0.5
 path = "{tmp / "ledger.db"}"
 
 [metrics]
-port = {extra.get('metrics_port', '0')}
+port = {extra.get("metrics_port", "0")}
 
 [control]
 socket = "{tmp / "control.sock"}"

@@ -275,3 +275,77 @@ def test_every_event_round_trips_through_json_and_replay_rebuilds_the_state() ->
         assert sum(p.units for p in event.postings) == 0
         replayed = evolve(replayed, copy)
     assert replayed == state
+
+
+def test_meter_adjustment_is_documented_two_person_and_balanced() -> None:
+    from progressived.engine import AdjustMeter
+
+    params = table()
+    state = fresh(params)
+    cases = [
+        (
+            AdjustMeter(meter="main", units=-5 * DOLLAR, reason="", approved_by="b", actor="a"),
+            "no-reason",
+        ),
+        (
+            AdjustMeter(meter="main", units=-5 * DOLLAR, reason="r", approved_by="a", actor="a"),
+            "no-approval",
+        ),
+        (AdjustMeter(meter="main", units=-5 * DOLLAR, reason="r", approved_by="b"), "no-operator"),
+        (AdjustMeter(meter="nope", units=1, reason="r", approved_by="b", actor="a"), "bad-meter"),
+        (
+            AdjustMeter(meter="main", units=-2000 * DOLLAR, reason="r", approved_by="b", actor="a"),
+            "bad-amount",
+        ),
+    ]
+    for command, code in cases:
+        decision = decide(params, state, command)
+        assert not decision.accepted
+        assert decision.code == code
+    ok = decide(
+        params,
+        state,
+        AdjustMeter(
+            meter="main",
+            units=-25 * DOLLAR,
+            reason="meter malfunction, ticket 7",
+            approved_by="sup-2",
+            actor="ops-1",
+        ),
+    )
+    assert ok.accepted
+    assert meter(ok.state) == 975 * DOLLAR
+    assert accounts.identity_gap(ok.state.balances, ["main"]) == 0
+    event = ok.events[0]
+    assert (event.kind, event.reason, event.operator, event.approved_by) == (
+        "meter_adjusted",
+        "meter malfunction, ticket 7",
+        "ops-1",
+        "sup-2",
+    )
+
+
+def test_transfer_only_above_the_reset_value_and_not_mid_round() -> None:
+    from progressived.engine import TransferMeter
+
+    mini = MeterParams(id="mini", seed=50 * DOLLAR)
+    params = table(start=1200 * DOLLAR, extra_meters=(mini,))
+    state = fresh(params)
+
+    def transfer(units: int) -> TransferMeter:
+        return TransferMeter(
+            from_meter="main",
+            to_meter="mini",
+            units=units,
+            reason="discontinued",
+            approved_by="b",
+            actor="a",
+        )
+
+    assert decide(params, state, transfer(201 * DOLLAR)).code == "bad-amount"  # type: ignore[union-attr]
+    moved = decide(params, state, transfer(200 * DOLLAR))
+    assert moved.accepted
+    assert meter(moved.state) == 1000 * DOLLAR
+    assert meter(moved.state, "mini") == 250 * DOLLAR
+    locked, _ = run(params, state, Sensors(present=frozenset({1})), Lock())
+    assert decide(params, locked, transfer(DOLLAR)).code == "round-open"  # type: ignore[union-attr]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from progressived.engine import (
+    AdjustMeter,
     Confirm,
     KeyHand,
     LinkedWagers,
@@ -38,7 +39,13 @@ from progressived.paytable import find_paytable
 from tests.conftest import PAYTABLES
 
 PAYTABLE_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
-METER_DOWN_OK = {"award_keyed", "award_reversed", "wager_refunded"}
+METER_DOWN_OK = {
+    "award_keyed",
+    "award_reversed",
+    "wager_refunded",
+    "meter_adjusted",
+    "meter_transferred",
+}
 seats = st.integers(min_value=0, max_value=8)
 rates = st.fractions(min_value=0, max_value=Fraction(1, 2), max_denominator=10_000)
 
@@ -164,6 +171,17 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(count=st.integers(min_value=-1, max_value=50))
     def linked(self, count: int) -> None:
         self.apply(LinkedWagers(source_table="t9", count=count, contribution_id=f"c{count}"))
+
+    @rule(
+        units=st.integers(min_value=-200_000_000, max_value=200_000_000),
+        approver=st.sampled_from(["ops-2", "ops-1", ""]),
+    )
+    def adjust(self, units: int, approver: str) -> None:
+        self.apply(
+            AdjustMeter(
+                meter="main", units=units, reason="test", approved_by=approver, actor="ops-1"
+            )
+        )
 
     @invariant()
     def identity_holds_to_the_last_unit(self) -> None:

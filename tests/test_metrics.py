@@ -51,12 +51,32 @@ async def test_metrics_from_the_running_daemon_pass_promtool(tmp_path: Path) -> 
     got = samples(text)
     table_label = (("table", TABLE),)
     assert got[("progressive_in_total", table_label)] == 3
-    assert got[("progressive_meter_display_cents", (("meter", "main"), ("table", TABLE)))] == 100_006
+    assert (
+        got[("progressive_meter_display_cents", (("meter", "main"), ("table", TABLE)))] == 100_006
+    )
     assert got[("progressive_meter_reserve_cents", (("meter", "main"), ("table", TABLE)))] == 0
-    assert got[("progressive_hits_total", (("hand", "akq-spades"), ("source", "meter"), ("table", TABLE)))] == 1
-    assert got[("progressive_wins_cents_total", (("hand", "akq-spades"), ("source", "envy"), ("table", TABLE)))] == 20_000
+    assert (
+        got[
+            (
+                "progressive_hits_total",
+                (("hand", "akq-spades"), ("source", "meter"), ("table", TABLE)),
+            )
+        ]
+        == 1
+    )
+    assert (
+        got[
+            (
+                "progressive_wins_cents_total",
+                (("hand", "akq-spades"), ("source", "envy"), ("table", TABLE)),
+            )
+        ]
+        == 20_000
+    )
     assert got[("progressive_paid_cents_total", (("by", "attendant"), ("table", TABLE)))] == 100_045
-    assert got[("progressive_paid_cents_total", (("by", "table"), ("table", TABLE)))] == 600 + 20_000
+    assert (
+        got[("progressive_paid_cents_total", (("by", "table"), ("table", TABLE)))] == 600 + 20_000
+    )
     assert got[("progressive_rounds_total", (("outcome", "reconciled"), ("table", TABLE)))] == 1
     assert got[("progressive_board_online", table_label)] == 1
     assert got[("progressive_ledger_ok", table_label)] == 1
@@ -67,6 +87,8 @@ async def test_metrics_from_the_running_daemon_pass_promtool(tmp_path: Path) -> 
 
     promtool = shutil.which("promtool")
     assert promtool, "promtool is installed by .ci/test (Debian package prometheus)"
-    check = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    check = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.strip() == "" and check.stderr.strip() == "", check.stdout + check.stderr

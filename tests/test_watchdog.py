@@ -41,7 +41,9 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
         text = t.config.read_text() + "\n[watchdog]\nboard_offline_grace_s = 0.5\n"
         t.config.write_text(text)
         config = load_daemon_config(t.config)
-        notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": "400000"})
+        notifier = Notifier(
+            {"NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": "400000"}
+        )
         controller = Controller(config, notifier=notifier)
         runner = asyncio.create_task(controller.run(install_signals=False))
         try:
@@ -90,7 +92,9 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             await asyncio.sleep(0.8)
             assert notify.pings_since(mark) == 0, "ledger unavailable: not pinged"
             assert any("STATUS=unhealthy: ledger unavailable" in m for m in notify.drain())
-            assert not await controller.apply(__import__("progressived.engine", fromlist=["Lock"]).Lock())
+            assert not await controller.apply(
+                __import__("progressived.engine", fromlist=["Lock"]).Lock()
+            )
             # Space returns: the ledger recovers and the pings resume; nothing committed lost.
             await controller.db(
                 lambda: controller.ledger._conn.execute("PRAGMA max_page_count = 1073741823")

@@ -7,6 +7,7 @@ rebuilds a round in progress after a crash.
 """
 
 from progressived.engine.commands import (
+    AdjustMeter,
     Command,
     Confirm,
     KeyHand,
@@ -17,6 +18,7 @@ from progressived.engine.commands import (
     SamePlayer,
     Sensors,
     SetClosed,
+    TransferMeter,
     Void,
 )
 from progressived.engine.core import Accepted, Decision, Rejected, decide, evolve, initial_state
@@ -25,6 +27,7 @@ from progressived.engine.state import Light, Phase, TableState, lights
 
 __all__ = [
     "Accepted",
+    "AdjustMeter",
     "Command",
     "Confirm",
     "Decision",
@@ -42,6 +45,7 @@ __all__ = [
     "Sensors",
     "SetClosed",
     "TableState",
+    "TransferMeter",
     "Void",
     "decide",
     "event_from_dict",

@@ -6,7 +6,7 @@ positive. Every event's postings sum to zero, so all balances always sum to zero
 
 The identity the controller holds in every state, per meter, to the last unit::
 
-    seed funding + contributions = meter + reserve + overflow + pending + paid from the meter
+    seed funding + adjustments + contributions = meter + reserve + overflow + pending + paid
 
 where contributions = wagers collected (here and at linked tables) - the house's retained
 part, summed over the table's meters (a wager may contribute to several levels).
@@ -40,6 +40,11 @@ def seed_funding(meter_id: str) -> str:
     return f"seed_funding:{meter_id}"
 
 
+def adjustments(meter_id: str) -> str:
+    """Documented corrections of the meter (source): an increase is funded from here."""
+    return f"adjustments:{meter_id}"
+
+
 def pending(meter_id: str) -> str:
     """Meter awards keyed and awaiting the supervisor."""
     return f"award_pending:{meter_id}"
@@ -62,7 +67,7 @@ def identity_gap(balances: Mapping[str, int], meter_ids: Iterable[str]) -> int:
     negative balances, so the left side is their negation.
     """
     ids = tuple(meter_ids)
-    funded = -sum(balances.get(seed_funding(m), 0) for m in ids)
+    funded = -sum(balances.get(seed_funding(m), 0) + balances.get(adjustments(m), 0) for m in ids)
     contributed = -(
         balances.get(WAGERS, 0) + balances.get(LINKED_WAGERS, 0) + balances.get(HOUSE_RETAINED, 0)
     )

@@ -88,8 +88,35 @@ class LinkedWagers(_Base):
     contribution_id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdjustMeter(_Base):
+    """A documented correction of a meter (a malfunction, bringing it to a posted maximum).
+
+    ``units`` is signed; ``reason`` and ``actor`` (the operator) are mandatory and
+    ``approved_by`` must be a second person (no single person changes the meter alone).
+    """
+
+    meter: str
+    units: int
+    reason: str
+    approved_by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferMeter(_Base):
+    """Move the part of a meter above its reset value to another meter (a documented transfer)."""
+
+    from_meter: str
+    to_meter: str
+    units: int
+    reason: str
+    approved_by: str
+
+
 Command = (
-    LinkedWagers
+    AdjustMeter
+    | TransferMeter
+    | LinkedWagers
     | Sensors
     | Lock
     | KeyHand

@@ -17,6 +17,7 @@ from typing import Literal
 
 from progressived.engine import accounts
 from progressived.engine.commands import (
+    AdjustMeter,
     Command,
     Confirm,
     KeyHand,
@@ -27,6 +28,7 @@ from progressived.engine.commands import (
     SamePlayer,
     Sensors,
     SetClosed,
+    TransferMeter,
     Void,
 )
 from progressived.engine.events import (
@@ -39,7 +41,9 @@ from progressived.engine.events import (
     HandUnkeyed,
     LateBet,
     LinkedContribution,
+    MeterAdjusted,
     MeterOpened,
+    MeterTransferred,
     Payment,
     Posting,
     Postings,
@@ -216,6 +220,10 @@ def decide(params: TableParams, state: TableState, command: Command) -> Decision
             return _set_closed(state, command)
         case LinkedWagers():
             return _linked(params, state, command)
+        case AdjustMeter():
+            return _adjust(params, state, command)
+        case TransferMeter():
+            return _transfer(params, state, command)
     return Rejected(f"unknown command {command!r}", "unknown-command", state)
 
 
@@ -320,6 +328,100 @@ def _linked(params: TableParams, state: TableState, cmd: LinkedWagers) -> Decisi
                 units=params.wager_units * cmd.count,
                 contribution_id=cmd.contribution_id,
                 postings=postings,
+            )
+        ],
+    )
+
+
+def _operator_error(
+    params: TableParams,
+    state: TableState,
+    reason: str,
+    actor: str,
+    approved_by: str,
+    meters: list[str],
+) -> Rejected | None:
+    for meter_id in meters:
+        if meter_id not in params.meter_ids:
+            return Rejected(
+                f"no meter {meter_id!r} (meters: {', '.join(params.meter_ids)})", "bad-meter", state
+            )
+    if not reason.strip():
+        return Rejected("a written reason is required", "no-reason", state)
+    if not actor.strip() or actor in ("dealer", "system"):
+        return Rejected("the operator's id is required", "no-operator", state)
+    if not approved_by.strip() or approved_by == actor:
+        return Rejected("a second person must approve (two-person control)", "no-approval", state)
+    if state.phase is not Phase.OPEN:
+        return Rejected(
+            "refused while a round is open: reconcile or void it first", "round-open", state
+        )
+    if any(state.meter_pending(m) for m in meters):
+        return Rejected("refused while an award awaits the supervisor", "award-pending", state)
+    return None
+
+
+def _adjust(params: TableParams, state: TableState, cmd: AdjustMeter) -> Decision:
+    if error := _operator_error(params, state, cmd.reason, cmd.actor, cmd.approved_by, [cmd.meter]):
+        return error
+    if isinstance(cmd.units, bool) or not isinstance(cmd.units, int) or cmd.units == 0:
+        return Rejected("an adjustment needs a non-zero amount", "bad-amount", state)
+    before = state.balance(accounts.meter(cmd.meter))
+    if before + cmd.units < 0:
+        return Rejected("the adjustment would make the meter negative", "bad-amount", state)
+    return _accept(
+        state,
+        [
+            MeterAdjusted(
+                at=cmd.at,
+                round=state.round,
+                meter=cmd.meter,
+                units=cmd.units,
+                meter_before=before,
+                reason=cmd.reason,
+                operator=cmd.actor,
+                approved_by=cmd.approved_by,
+                postings=(
+                    Posting(accounts.adjustments(cmd.meter), -cmd.units),
+                    Posting(accounts.meter(cmd.meter), cmd.units),
+                ),
+            )
+        ],
+    )
+
+
+def _transfer(params: TableParams, state: TableState, cmd: TransferMeter) -> Decision:
+    meters = [cmd.from_meter, cmd.to_meter]
+    if error := _operator_error(params, state, cmd.reason, cmd.actor, cmd.approved_by, meters):
+        return error
+    if cmd.from_meter == cmd.to_meter:
+        return Rejected("a transfer needs two different meters", "bad-meter", state)
+    if isinstance(cmd.units, bool) or not isinstance(cmd.units, int) or cmd.units <= 0:
+        return Rejected("a transfer needs a positive amount", "bad-amount", state)
+    above_reset = state.balance(accounts.meter(cmd.from_meter)) - params.meter(cmd.from_meter).seed
+    if cmd.units > above_reset:
+        return Rejected(
+            "only the amount above the reset value may be transferred "
+            f"(at most {max(0, above_reset)} units)",
+            "bad-amount",
+            state,
+        )
+    return _accept(
+        state,
+        [
+            MeterTransferred(
+                at=cmd.at,
+                round=state.round,
+                from_meter=cmd.from_meter,
+                to_meter=cmd.to_meter,
+                units=cmd.units,
+                reason=cmd.reason,
+                operator=cmd.actor,
+                approved_by=cmd.approved_by,
+                postings=(
+                    Posting(accounts.meter(cmd.from_meter), -cmd.units),
+                    Posting(accounts.meter(cmd.to_meter), cmd.units),
+                ),
             )
         ],
     )

@@ -253,6 +253,34 @@ class TableOpened(Event):
     reason: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeterAdjusted(Event):
+    """A documented meter correction: ``units`` (signed) against the adjustments account."""
+
+    kind: ClassVar[str] = "meter_adjusted"
+    money: ClassVar[bool] = True
+    meter: str
+    units: int
+    meter_before: int
+    reason: str
+    operator: str
+    approved_by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeterTransferred(Event):
+    """A documented transfer of ``units`` from one meter to another."""
+
+    kind: ClassVar[str] = "meter_transferred"
+    money: ClassVar[bool] = True
+    from_meter: str
+    to_meter: str
+    units: int
+    reason: str
+    operator: str
+    approved_by: str
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -275,6 +303,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RoundVoided,
         TableClosed,
         TableOpened,
+        MeterAdjusted,
+        MeterTransferred,
     )
 }
 
