@@ -18,7 +18,7 @@ from typing import Any
 import serial
 import serial_asyncio_fast
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
 from drivers.base import (
@@ -29,6 +29,7 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
+from progressived.config import ConfigError, format_validation_error
 from progressived.engine.state import Light
 
 log = structlog.get_logger(__name__)
@@ -74,6 +75,21 @@ class BoardSettings(BaseModel):
     reconnect_initial_s: float = Field(default=0.5, gt=0, le=60.0)
     reconnect_max_s: float = Field(default=10.0, gt=0, le=600.0)
     seats: int | None = Field(default=None, ge=1, le=p.MAX_SEATS)
+    exclusive: bool = True  # flock the port: a second process cannot open it too
+
+
+class _BoardSection(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    board: BoardSettings
+
+
+def board_settings_from_config(data: Mapping[str, Any], source: str = "<memory>") -> BoardSettings:
+    """The ``[board]`` section of a configuration mapping; ConfigError names file and key."""
+    try:
+        return _BoardSection.model_validate(dict(data)).board
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
 
 
 class _Link(asyncio.Protocol):
@@ -187,7 +203,11 @@ class SerialBoardDriver:
             link = _Link(self)
             try:
                 transport, _ = await serial_asyncio_fast.create_serial_connection(
-                    loop, _factory(link), self.settings.port, baudrate=self.settings.baudrate
+                    loop,
+                    _factory(link),
+                    self.settings.port,
+                    baudrate=self.settings.baudrate,
+                    exclusive=self.settings.exclusive,
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
