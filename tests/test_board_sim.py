@@ -60,7 +60,16 @@ async def test_command_language(tmp_path: Path) -> None:
         assert await sim.run_command("status")
         assert any(line.startswith("board SIM-1") for line in out)
         assert not await sim.run_command("quit")
-        for bad in ("bet", "bet x", "bet 9", "supervisor maybe", "dance", "key", "sleep -1"):
+        for bad in (
+            "bet",
+            "bet x",
+            "bet 9",
+            "supervisor maybe",
+            "dance",
+            "key",
+            "sleep -1",
+            'key "A B"',
+        ):
             with pytest.raises(SimCommandError):
                 await sim.run_command(bad)
     finally:
