@@ -242,3 +242,23 @@ def test_cli_sigterm_removes_the_link(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
     assert not link.exists()
+
+
+async def test_board_shows_closed_when_the_controller_goes_silent(tmp_path: Path) -> None:
+    out: list[str] = []
+    sim = BoardSimulator(link=tmp_path / "b", heartbeat_interval_s=HB, on_output=out.append)
+    await sim.start()
+    drv = SerialBoardDriver(BoardSettings(port=str(tmp_path / "b"), heartbeat_interval_s=HB))
+    task = asyncio.create_task(drv.run())
+    try:
+        await until(lambda: drv.online)
+        await drv.set_lights({1: Light.BET})
+        await until(lambda: sim.lights[1] is Light.BET)
+        await asyncio.sleep(6 * HB)  # controller heartbeats keep the lights as they are
+        assert sim.lights[1] is Light.BET
+    finally:
+        await drv.stop()
+        await task
+    await until(lambda: set(sim.lights.values()) == {Light.CLOSED}, timeout=3)
+    assert out[-1].endswith("(controller silent)")
+    await sim.stop()
