@@ -96,12 +96,13 @@ class _Link(asyncio.Protocol):
     def __init__(self, driver: SerialBoardDriver) -> None:
         self.driver = driver
         self.lost = asyncio.Event()
+        self.reason = "port closed"
 
     def data_received(self, data: bytes) -> None:
         self.driver._on_data(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.driver._lost_reason = f"port lost: {exc}" if exc else "port closed"
+        self.reason = f"port lost: {exc}" if exc else "port closed"
         self.lost.set()
 
 
@@ -130,7 +131,6 @@ class SerialBoardDriver:
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
         self._stop = asyncio.Event()
         self._transport: asyncio.Transport | None = None
-        self._lost_reason = ""
         self._online = False
         self._have_hello = False
         self._board_id = ""
@@ -218,11 +218,12 @@ class SerialBoardDriver:
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
             log.info("board.port_open", port=self.settings.port)
-            got_hello = await self._session(transport, link)
-            if got_hello:
+            hellos = self._counters["hellos"]
+            await self._session(transport, link)
+            if self._counters["hellos"] > hellos:
                 backoff = self.settings.reconnect_initial_s
             if not self._stop.is_set():
-                log.warning("board.port_lost", port=self.settings.port, reason=self._lost_reason)
+                log.warning("board.port_lost", port=self.settings.port, reason=link.reason)
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
         if self._online:
@@ -237,20 +238,17 @@ class SerialBoardDriver:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _session(self, transport: Any, link: _Link) -> bool:
+    async def _session(self, transport: Any, link: _Link) -> None:
         self._transport = transport
         self._decoder.reset()
         self._have_hello = False
-        self._lost_reason = "port closed"
         with contextlib.suppress(Exception):
             transport.serial.reset_input_buffer()  # stale bytes from before we opened
-        got_hello = False
         tick = self.settings.heartbeat_interval_s / 4
         self._last_hb_tx = -1e9
         try:
             while not self._stop.is_set() and not link.lost.is_set():
                 self._tick()
-                got_hello = got_hello or self._have_hello
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(link.lost.wait(), tick)
         finally:
@@ -258,8 +256,7 @@ class SerialBoardDriver:
             if not transport.is_closing():
                 transport.abort()
         if self._online:
-            self._go_offline(self._lost_reason if not self._stop.is_set() else "driver stopped")
-        return got_hello
+            self._go_offline(link.reason if not self._stop.is_set() else "driver stopped")
 
     def _tick(self) -> None:
         try:
