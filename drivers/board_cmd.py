@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -72,31 +73,42 @@ async def simulate(args: argparse.Namespace) -> int:
         on_output=_out,
     )
     path = await sim.start()
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: close the pty, remove the link
+        loop.add_signal_handler(sig, main.cancel)
     if args.link is not None:
         _out(f"link {path} -> {sim.path}")
     else:
         _out(f"pty {path}")
     try:
-        if args.script is not None:
-            for number, line in enumerate(args.script.read_text().splitlines(), start=1):
-                if line.strip().lower() == "help":
-                    _out(SIM_COMMANDS_HELP)
-                elif not await _run_line(sim, line, f"{args.script}:{number}"):
-                    return 0
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
-        if not args.no_stdin:
-            _stdin_lines(asyncio.get_running_loop(), queue)
-        while True:
-            line = await queue.get()
-            if line is None:
-                await asyncio.Event().wait()  # end of stdin: keep the board up until Ctrl-C
-                continue
-            if line.strip().lower() == "help":
-                _out(SIM_COMMANDS_HELP)
-            elif not await _run_line(sim, line, "stdin"):
-                return 0
+        await _commands(sim, args)
+    except asyncio.CancelledError:
+        _out("stopped")
     finally:
         await sim.stop()
+    return 0
+
+
+async def _commands(sim: BoardSimulator, args: argparse.Namespace) -> None:
+    if args.script is not None:
+        for number, line in enumerate(args.script.read_text().splitlines(), start=1):
+            if line.strip().lower() == "help":
+                _out(SIM_COMMANDS_HELP)
+            elif not await _run_line(sim, line, f"{args.script}:{number}"):
+                return
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    if not args.no_stdin:
+        _stdin_lines(asyncio.get_running_loop(), queue)
+    else:
+        queue.put_nowait(None)
+    while (line := await queue.get()) is not None:
+        if line.strip().lower() == "help":
+            _out(SIM_COMMANDS_HELP)
+        elif not await _run_line(sim, line, "stdin"):
+            return
+    await asyncio.Event().wait()  # end of stdin: keep the board up until quit, SIGINT, SIGTERM
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ noise N                   send N random bytes on the line
 error CODE TEXT           the board reports an error
 sleep SECONDS             wait
 lights | status           print the lights / the board's state
+help                      this list
 quit                      stop the simulator
 # ...                     a comment"""
 
@@ -345,8 +346,8 @@ class BoardSimulator:
 
     def press(self, code: str) -> int:
         """Press a key; returns its key_seq. Retransmitted until the controller acks it."""
-        if not code or len(code) > p.MAX_CODE_LEN or not code.isascii() or not code.isprintable():
-            raise SimCommandError(f"bad key code {code!r}")
+        if not 1 <= len(code) <= p.MAX_CODE_LEN or not all(33 <= ord(c) <= 126 for c in code):
+            raise SimCommandError(f"bad key code {code!r}: 1 to 16 printable ASCII, no spaces")
         self.key_seq += 1
         self.pending.append((self.key_seq, code))
         self.send(p.Key(self.key_seq, code))

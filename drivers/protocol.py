@@ -373,6 +373,8 @@ class Key:
     TYPE = MsgType.KEY
 
     def encode(self) -> bytes:
+        if not 1 <= self.key_seq <= 0xFFFFFFFF or not all(33 <= ord(c) <= 126 for c in self.code):
+            raise ProtocolError("bad key event")
         return struct.pack(">I", self.key_seq) + _pack_str(self.code, MAX_CODE_LEN)
 
     @classmethod

@@ -18,7 +18,7 @@ from typing import Any
 import serial
 import serial_asyncio_fast
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
 from drivers.base import (
@@ -29,6 +29,7 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
+from progressived.config import ConfigError, format_validation_error
 from progressived.engine.state import Light
 
 log = structlog.get_logger(__name__)
@@ -74,18 +75,34 @@ class BoardSettings(BaseModel):
     reconnect_initial_s: float = Field(default=0.5, gt=0, le=60.0)
     reconnect_max_s: float = Field(default=10.0, gt=0, le=600.0)
     seats: int | None = Field(default=None, ge=1, le=p.MAX_SEATS)
+    exclusive: bool = True  # flock the port: a second process cannot open it too
+
+
+class _BoardSection(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    board: BoardSettings
+
+
+def board_settings_from_config(data: Mapping[str, Any], source: str = "<memory>") -> BoardSettings:
+    """The ``[board]`` section of a configuration mapping; ConfigError names file and key."""
+    try:
+        return _BoardSection.model_validate(dict(data)).board
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
 
 
 class _Link(asyncio.Protocol):
     def __init__(self, driver: SerialBoardDriver) -> None:
         self.driver = driver
         self.lost = asyncio.Event()
+        self.reason = "port closed"
 
     def data_received(self, data: bytes) -> None:
         self.driver._on_data(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.driver._lost_reason = f"port lost: {exc}" if exc else "port closed"
+        self.reason = f"port lost: {exc}" if exc else "port closed"
         self.lost.set()
 
 
@@ -114,7 +131,6 @@ class SerialBoardDriver:
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
         self._stop = asyncio.Event()
         self._transport: asyncio.Transport | None = None
-        self._lost_reason = ""
         self._online = False
         self._have_hello = False
         self._board_id = ""
@@ -187,7 +203,11 @@ class SerialBoardDriver:
             link = _Link(self)
             try:
                 transport, _ = await serial_asyncio_fast.create_serial_connection(
-                    loop, _factory(link), self.settings.port, baudrate=self.settings.baudrate
+                    loop,
+                    _factory(link),
+                    self.settings.port,
+                    baudrate=self.settings.baudrate,
+                    exclusive=self.settings.exclusive,
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
@@ -198,11 +218,12 @@ class SerialBoardDriver:
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
             log.info("board.port_open", port=self.settings.port)
-            got_hello = await self._session(transport, link)
-            if got_hello:
+            hellos = self._counters["hellos"]
+            await self._session(transport, link)
+            if self._counters["hellos"] > hellos:
                 backoff = self.settings.reconnect_initial_s
             if not self._stop.is_set():
-                log.warning("board.port_lost", port=self.settings.port, reason=self._lost_reason)
+                log.warning("board.port_lost", port=self.settings.port, reason=link.reason)
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
         if self._online:
@@ -217,20 +238,17 @@ class SerialBoardDriver:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _session(self, transport: Any, link: _Link) -> bool:
+    async def _session(self, transport: Any, link: _Link) -> None:
         self._transport = transport
         self._decoder.reset()
         self._have_hello = False
-        self._lost_reason = "port closed"
         with contextlib.suppress(Exception):
             transport.serial.reset_input_buffer()  # stale bytes from before we opened
-        got_hello = False
         tick = self.settings.heartbeat_interval_s / 4
         self._last_hb_tx = -1e9
         try:
             while not self._stop.is_set() and not link.lost.is_set():
                 self._tick()
-                got_hello = got_hello or self._have_hello
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(link.lost.wait(), tick)
         finally:
@@ -238,8 +256,7 @@ class SerialBoardDriver:
             if not transport.is_closing():
                 transport.abort()
         if self._online:
-            self._go_offline(self._lost_reason if not self._stop.is_set() else "driver stopped")
-        return got_hello
+            self._go_offline(link.reason if not self._stop.is_set() else "driver stopped")
 
     def _tick(self) -> None:
         try:

@@ -148,13 +148,18 @@ def _check_code(value: str) -> str:
     return value
 
 
+class _KeypadSection(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    keypad: KeypadMap = Field(default_factory=KeypadMap)
+
+
 def keypad_from_config(data: Mapping[str, Any], source: str = "<memory>") -> KeypadMap:
     """The ``[keypad]`` section of a configuration mapping (defaults when absent)."""
-    section = data.get("keypad", {})
     try:
-        return KeypadMap.model_validate(section)
+        return _KeypadSection.model_validate(dict(data)).keypad
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(f"{source}: keypad", exc)) from None
+        raise ConfigError(format_validation_error(source, exc)) from None
 
 
 def load_keypad(path: Path) -> KeypadMap:

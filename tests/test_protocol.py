@@ -191,3 +191,18 @@ def test_counters_account_for_every_rejected_chunk() -> None:
     assert bad_total(decoder) == expected_bad
     assert decoder.counters["resyncs"] == expected_bad
     assert decoder.counters["good_frames"] == 0
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from(list(p.MsgType)), st.binary(max_size=p.MAX_PAYLOAD))
+def test_any_payload_with_a_good_crc_decodes_canonically_or_is_refused(
+    msg_type: p.MsgType, payload: bytes
+) -> None:
+    """A frame with a correct CRC but arbitrary payload: a ProtocolError or an exact message."""
+    frame = p.Frame(p.PROTOCOL_VERSION, msg_type, 1, payload)
+    try:
+        msg = p.decode_message(frame)
+    except p.ProtocolError:
+        return
+    assert msg_type == msg.TYPE
+    assert msg.encode() == payload

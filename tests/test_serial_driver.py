@@ -30,7 +30,8 @@ from drivers.base import (
     SupervisorKey,
 )
 from drivers.board_sim import BoardSimulator
-from drivers.serial_board import BoardSettings, SerialBoardDriver
+from drivers.serial_board import BoardSettings, SerialBoardDriver, board_settings_from_config
+from progressived.config import ConfigError
 from progressived.engine.state import Light
 
 HB = 0.05
@@ -438,3 +439,32 @@ async def test_flood_of_100000_random_frames(rig: Rig) -> None:
     await until(
         lambda: any(isinstance(e, SensorsReported) and e.present == {6} for e in rig.drain())
     )
+
+
+async def test_second_driver_cannot_share_the_port(rig: Rig) -> None:
+    other = SerialBoardDriver(
+        BoardSettings(port=rig.drv.settings.port, heartbeat_interval_s=HB, reconnect_initial_s=0.02)
+    )
+    task = asyncio.create_task(other.run())
+    try:
+        await until(lambda: other.counters["connect_failures"] >= 2)
+        assert other.counters["connects"] == 0
+        assert not other.online
+    finally:
+        await other.stop()
+        await asyncio.wait_for(task, 5)
+    assert rig.drv.online
+
+
+def test_board_settings_from_config() -> None:
+    settings = board_settings_from_config(
+        {"board": {"port": "/dev/serial/by-id/usb-x-if00-port0", "missed_heartbeats": 5}}
+    )
+    assert settings.missed_heartbeats == 5
+    assert settings.heartbeat_interval_s == 1.0
+    with pytest.raises(
+        ConfigError, match=r"table\.toml: board\.missed_heartbeats: Input should be greater"
+    ):
+        board_settings_from_config({"board": {"port": "x", "missed_heartbeats": 0}}, "table.toml")
+    with pytest.raises(ConfigError, match=r"table\.toml: board: missing required key"):
+        board_settings_from_config({}, "table.toml")
