@@ -33,7 +33,20 @@ from progressived.board import (
     load_driver_factory,
 )
 from progressived.clock import utc_now
-from progressived.engine import Command, Lock, Sensors, SetClosed, TableState, decide, lights
+from progressived.config import ConfigError
+from progressived.control import ControlServer, Peer
+from progressived.engine import (
+    AdjustMeter,
+    Command,
+    Lock,
+    Sensors,
+    SetClosed,
+    TableState,
+    TransferMeter,
+    accounts,
+    decide,
+    lights,
+)
 from progressived.engine.events import Event
 from progressived.engine.state import Light
 from progressived.keypad import KeypadInterpreter, OutcomeKind
@@ -46,6 +59,7 @@ from progressived.ledger import (
     reports,
 )
 from progressived.metrics import HitCounts, TableMetrics
+from progressived.money import MoneyError, cents, display, dollars
 from progressived.mqtt.payloads import (
     Topics,
     dumps,
@@ -56,12 +70,14 @@ from progressived.mqtt.payloads import (
     system_payload,
 )
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
-from progressived.settings import DaemonConfig
+from progressived.params import TableParams
+from progressived.settings import DaemonConfig, load_daemon_config
 from progressived.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 BOARD_OFFLINE = "board offline"
+OPERATOR_CLOSED = "operator"
 LEDGER_UNAVAILABLE = "ledger unavailable"
 
 P = ParamSpec("P")
@@ -140,6 +156,7 @@ class Controller:
         self.metrics_port: int | None = None
         self._hits = HitCounts()
         self._key_started: dict[int, float] = {}
+        self._control: ControlServer | None = None
 
     # ------------------------------------------------------------- plumbing
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -507,6 +524,167 @@ class Controller:
                 was_ok = ok
             await asyncio.sleep(min(interval, 1.0))
 
+    # ------------------------------------------------------------- operator actions
+    def status(self) -> dict[str, Any]:
+        ok, why = self.check_health()
+        return {
+            "table": self.params.table_id,
+            "paytable": self.params.paytable.id,
+            "version": self.version,
+            "round": self.state.round,
+            "phase": self.state.phase.value,
+            "locked_seats": sorted(self.state.locked),
+            "pending_awards": [
+                {"seat": a.seat, "hand": a.hand, "cents": cents(a.units)}
+                for a in self.state.pending
+            ],
+            "closed": sorted(self.state.closed),
+            "meters": {
+                m: {
+                    "display": display(self.state.balance(accounts.meter(m))),
+                    "cents": cents(self.state.balance(accounts.meter(m))),
+                    "reserve_cents": cents(self.state.balance(accounts.reserve(m))),
+                    "overflow_cents": cents(self.state.balance(accounts.overflow(m))),
+                    "state": meter_state(self.state, m, self.health.board_online),
+                }
+                for m in self.params.meter_ids
+            },
+            "board": {"online": self.health.board_online, "counters": dict(self.driver.counters)},
+            "broker": {"connected": self.health.broker_connected},
+            "ledger": {
+                "ok": self.health.ledger_ok,
+                "head_seq": self.ledger.head_seq,
+                "path": str(self.config.ledger.path),
+                "error": self.health.last_error if not self.health.ledger_ok else "",
+            },
+            "healthy": ok,
+            "health": why,
+            "metrics_port": self.metrics_port,
+        }
+
+    async def control(self, request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
+        """One control-socket request (see progressived.control)."""
+        action = str(request.get("action", ""))
+        if action == "status":
+            return {"ok": True, "status": self.status()}
+        operator = str(request.get("operator", "")).strip()
+        reason = str(request.get("reason", "")).strip()
+        approver = str(request.get("approver", "")).strip()
+        if not operator or not reason:
+            return {"ok": False, "error": "an operator id and a reason are required"}
+        who = {"operator": operator, "reason": reason, "uid": peer.uid, "pid": peer.pid}
+        now = self.clock()
+        if action in ("close", "open"):
+            closing = action == "close"
+            if not await self.record(f"operator_{action}", who, actor=operator):
+                return {"ok": False, "error": "the ledger is unavailable"}
+            await self.apply(
+                SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator)
+            )
+            return {"ok": True, "closed": sorted(self.state.closed)}
+        if action == "reload":
+            return await self.reload_parameters(operator, approver, reason, peer)
+        if action in ("adjust", "transfer"):
+            try:
+                units = dollars(str(request.get("amount", "")))
+            except MoneyError as exc:
+                return {"ok": False, "error": str(exc)}
+            command: Command
+            if action == "adjust":
+                command = AdjustMeter(
+                    meter=str(request.get("meter", "main")),
+                    units=units,
+                    reason=reason,
+                    approved_by=approver,
+                    actor=operator,
+                    at=now,
+                )
+            else:
+                command = TransferMeter(
+                    from_meter=str(request.get("from", "")),
+                    to_meter=str(request.get("to", "")),
+                    units=units,
+                    reason=reason,
+                    approved_by=approver,
+                    actor=operator,
+                    at=now,
+                )
+            decision = decide(self.params, self.state, command)
+            if not decision.accepted:
+                await self._refuse(decision.reason, decision.code, command)
+                return {"ok": False, "error": decision.reason}
+            applied = await self.apply(command)
+            return (
+                {"ok": applied, "status": self.status()}
+                if applied
+                else {"ok": False, "error": "not applied (see the log)"}
+            )
+        return {"ok": False, "error": f"unknown action {action!r}"}
+
+    async def reload_parameters(
+        self, operator: str, approver: str, reason: str, peer: Peer
+    ) -> dict[str, Any]:
+        """Re-read the configuration file and apply new progressive parameters.
+
+        Refused while a round is open or an award awaits the supervisor, without a second
+        person's approval, or when the new file is invalid, names another table, changes the
+        set of meters, or sets a limit below a meter's current amount. Journaled with the
+        old and new values. Board, MQTT and ledger settings take effect at the next start.
+        """
+        if not approver or approver == operator:
+            return {"ok": False, "error": "a second person must approve (two-person control)"}
+        async with self._lock:
+            if self.state.phase.value != "open" or self.state.pending:
+                return {
+                    "ok": False,
+                    "error": "refused while a round is open: reconcile or void it first",
+                }
+            try:
+                new = load_daemon_config(self.config.source)
+            except ConfigError as exc:
+                return {"ok": False, "error": str(exc)}
+            old, params = self.params, new.params
+            if params.table_id != old.table_id:
+                return {"ok": False, "error": "the table id cannot change"}
+            if params.meter_ids != old.meter_ids:
+                return {"ok": False, "error": "the set of meters cannot change while running"}
+            for meter in params.meters:
+                current = self.state.balance(accounts.meter(meter.id))
+                if meter.limit is not None and meter.limit < current:
+                    return {
+                        "ok": False,
+                        "error": f"meter {meter.id}: a limit must be at least the current amount",
+                    }
+            changes = _param_changes(old, params)
+            if not changes:
+                return {"ok": True, "changes": {}}
+            detail = {
+                "changes": changes,
+                "operator": operator,
+                "approver": approver,
+                "reason": reason,
+                "config_digest": new.digest,
+                "uid": peer.uid,
+            }
+            try:
+                await self.commit(
+                    self.ledger.record,
+                    "parameter_changed",
+                    detail,
+                    at=self.clock(),
+                    actor=operator,
+                    round=self.state.round,
+                    outbox=self._system_outbox("parameter_changed", detail),
+                )
+            except LedgerError as exc:
+                return {"ok": False, "error": f"not journaled: {exc}"}
+            self.params = params
+            self.config = new
+            self.keypad = KeypadInterpreter(new.keypad, params.paytable.hand_ids, params.seats)
+            log.info("parameters changed", changes=changes, operator=operator, approver=approver)
+        self._after_change()
+        return {"ok": True, "changes": changes}
+
     # ------------------------------------------------------------- life
     async def start(self) -> None:
         """Open the ledger (recovering the round in progress) and journal the start."""
@@ -560,6 +738,14 @@ class Controller:
             ledger=str(self.config.ledger.path),
             broker=f"{self.config.mqtt.host}:{self.config.mqtt.port}",
         )
+        control = ControlServer(
+            self.config.control.socket,
+            self.config.control.group,
+            self.control,
+            self._control_refused,
+        )
+        await control.start()
+        self._control = control
         self._notify("ready", {})
         loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(_log_task_error)
         self.notifier.ready(f"table {self.params.table_id} running")
@@ -584,12 +770,17 @@ class Controller:
                 )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._drain_outbox(), timeout=2.0)
+        if self._control is not None:
+            await self._control.stop()
         await self.publisher.stop()
         await self.driver.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.db(self.ledger.close)
         self._executor.shutdown(wait=True)
         log.info("stopped", table=self.params.table_id)
+
+    async def _control_refused(self, peer: Peer, why: str) -> None:
+        await self.record("control_refused", {"uid": peer.uid, "pid": peer.pid, "reason": why})
 
     async def _seed_hits(self) -> None:
         """Hits and wins per hand from the ledger (a read-only scan, off the event loop).
@@ -609,6 +800,29 @@ class Controller:
         while self.publisher.connected and len(await self.db(self.ledger.outbox_pending, 1)):
             self.publisher.wake()
             await asyncio.sleep(0.05)
+
+
+def _param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:
+    """Old and new values of every progressive parameter that differs (JSON-ready)."""
+
+    def describe(p: TableParams) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "paytable": p.paytable.id,
+            "wager_units": p.wager_units,
+            "policy": p.policy.value,
+            "award_order": p.award_order.value,
+            "seats": p.seats,
+        }
+        for m in p.meters:
+            out[f"meters.{m.id}.seed_units"] = m.seed
+            out[f"meters.{m.id}.rate"] = str(m.rate)
+            out[f"meters.{m.id}.reserve_rate"] = str(m.reserve_rate)
+            out[f"meters.{m.id}.limit_units"] = m.limit
+            out[f"meters.{m.id}.above_limit"] = m.above_limit.value
+        return out
+
+    before, after = describe(old), describe(new)
+    return {k: {"old": before[k], "new": after[k]} for k in after if before.get(k) != after[k]}
 
 
 class _Source:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from progressived.cli import ledger_cmd, par_cmd, sign_cmd, simulate_cmd
+from progressived.cli import control_cmd, ledger_cmd, par_cmd, sign_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_cmd.register(sub)
     par_cmd.register(sub)
     sign_cmd.register(sub)
+    control_cmd.register(sub)
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)

@@ -1,0 +1,117 @@
+"""``progressivectl status|close|open|params-reload|meter-adjust|meter-transfer``.
+
+Operator actions through the daemon's control socket. Actions that change state need an
+operator id and a reason; parameter changes and meter corrections a second person's approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from progressived.control import request
+from progressived.money import UNITS_PER_CENT, display
+
+DEFAULT_SOCKET = Path("/run/progressived/control.sock")
+
+
+def _common(p: argparse.ArgumentParser, *, change: bool, approval: bool = False) -> None:
+    p.add_argument(
+        "--socket", type=Path, default=DEFAULT_SOCKET, help="the daemon's control socket"
+    )
+    p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
+    if change:
+        p.add_argument("--operator", required=True, help="your operator id (journaled)")
+        p.add_argument("--reason", required=True, help="why (journaled)")
+    if approval:
+        p.add_argument("--approver", required=True, help="the second person's id (journaled)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("status", help="table, round, meters, board / broker / ledger health")
+    _common(p, change=False)
+    p.set_defaults(handler=run, action="status")
+    for action, text in (("close", "close the progressive"), ("open", "reopen the progressive")):
+        p = sub.add_parser(action, help=text)
+        _common(p, change=True)
+        p.set_defaults(handler=run, action=action)
+    p = sub.add_parser(
+        "params-reload", help="apply the configuration file's progressive parameters"
+    )
+    _common(p, change=True, approval=True)
+    p.set_defaults(handler=run, action="reload")
+    p = sub.add_parser("meter-adjust", help="a documented meter correction (signed amount)")
+    p.add_argument("meter")
+    p.add_argument("amount", help="dollars, e.g. -25.00")
+    _common(p, change=True, approval=True)
+    p.set_defaults(handler=run, action="adjust")
+    p = sub.add_parser(
+        "meter-transfer", help="move the amount above the reset value to another meter"
+    )
+    p.add_argument("from_meter")
+    p.add_argument("to_meter")
+    p.add_argument("amount", help="dollars")
+    _common(p, change=True, approval=True)
+    p.set_defaults(handler=run, action="transfer")
+
+
+def _render_status(status: dict[str, Any]) -> str:
+    lines = [
+        f"table {status['table']}  paytable {status['paytable']}  version {status['version']}",
+        f"round {status['round']} ({status['phase']})"
+        + (f", locked seats {status['locked_seats']}" if status["locked_seats"] else ""),
+    ]
+    for award in status["pending_awards"]:
+        lines.append(
+            f"  awaiting supervisor: seat {award['seat']} {award['hand']} "
+            f"{display(award['cents'] * UNITS_PER_CENT)}"
+        )
+    for meter_id, meter in status["meters"].items():
+        lines.append(
+            f"meter {meter_id}: {meter['display']} ({meter['state']}), reserve "
+            f"{display(meter['reserve_cents'] * UNITS_PER_CENT)}"
+        )
+    closed = ", ".join(status["closed"]) or "no"
+    lines.append(f"closed: {closed}")
+    lines.append(f"board: {'online' if status['board']['online'] else 'OFFLINE'}")
+    lines.append(f"broker: {'connected' if status['broker']['connected'] else 'DISCONNECTED'}")
+    ledger = status["ledger"]
+    health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
+    lines.append(f"ledger: {health} (head {ledger['head_seq']})")
+    lines.append(f"health: {status['health']}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    payload: dict[str, Any] = {"action": args.action}
+    for key in ("operator", "reason", "approver", "meter", "amount"):
+        if getattr(args, key, None) is not None:
+            payload[key] = getattr(args, key)
+    if args.action == "transfer":
+        payload["from"], payload["to"] = args.from_meter, args.to_meter
+    try:
+        answer = request(args.socket, payload)
+    except PermissionError:
+        print(
+            f"progressivectl: permission denied on {args.socket} (are you in its group?)",
+            file=sys.stderr,
+        )
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"progressivectl: cannot reach the daemon at {args.socket}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(answer, indent=2, sort_keys=True))
+    elif not answer.get("ok"):
+        pass
+    elif args.action == "status":
+        print(_render_status(answer["status"]))
+    else:
+        print(json.dumps({k: v for k, v in answer.items() if k != "status"}, sort_keys=True))
+    if not answer.get("ok"):
+        print(f"progressivectl: refused: {answer.get('error')}", file=sys.stderr)
+        return 1
+    return 0

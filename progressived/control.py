@@ -1,0 +1,146 @@
+"""The control socket: operator actions that change state, restricted by group.
+
+A Unix-domain socket (mode 0660, owned by the configured group) speaking one JSON object
+per line each way. The peer's credentials (``SO_PEERCRED``) are checked too: root, the
+daemon's own user, or a member of the group. Every action that changes state needs an
+operator id and a reason, parameter changes and meter corrections also a second person's
+approval, and each is journaled; refusals are journaled as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import json
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("progressived.control")
+
+MAX_REQUEST = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    pid: int
+    uid: int
+    gid: int
+
+    def groups(self) -> set[int]:
+        """Primary and supplementary groups of the peer process (from /proc)."""
+        found = {self.gid}
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("Groups:"):
+                    found.update(int(g) for g in line.split()[1:])
+        return found
+
+
+def peer_of(sock: socket.socket) -> Peer:
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return Peer(pid, uid, gid)
+
+
+Handler = Callable[[Mapping[str, Any], Peer], Awaitable[dict[str, Any]]]
+
+
+class ControlServer:
+    def __init__(
+        self,
+        path: Path,
+        group: str | None,
+        handler: Handler,
+        on_refused: Callable[[Peer, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.path = path
+        self.group = group
+        self.gid = grp.getgrnam(group).gr_gid if group else None
+        self.handler = handler
+        self.on_refused = on_refused
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self._server = await asyncio.start_unix_server(
+            self._serve, path=str(self.path), limit=MAX_REQUEST
+        )
+        os.chmod(self.path, 0o660)
+        if self.gid is not None:
+            os.chown(self.path, -1, self.gid)
+        log.info("control socket", path=str(self.path), group=self.group)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def authorized(self, peer: Peer) -> bool:
+        if peer.uid in (0, os.getuid()):
+            return True
+        return self.gid is not None and self.gid in peer.groups()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            peer = peer_of(writer.get_extra_info("socket"))
+            if not self.authorized(peer):
+                why = f"uid {peer.uid} is not in group {self.group or '(none configured)'}"
+                log.warning("control refused", pid=peer.pid, uid=peer.uid, reason=why)
+                if self.on_refused is not None:
+                    await self.on_refused(peer, why)
+                await _reply(writer, {"ok": False, "error": f"permission denied: {why}"})
+                return
+            try:
+                line = await asyncio.wait_for(reader.readline(), timeout=10)
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("a request is a JSON object")
+            except (ValueError, asyncio.LimitOverrunError, TimeoutError) as exc:
+                await _reply(writer, {"ok": False, "error": f"bad request: {exc}"})
+                return
+            try:
+                response = await self.handler(request, peer)
+            except Exception as exc:  # a bug must not take the daemon down
+                log.exception("control handler failed")
+                response = {"ok": False, "error": f"internal error: {exc}"}
+            await _reply(writer, response)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+async def _reply(writer: asyncio.StreamWriter, payload: Mapping[str, Any]) -> None:
+    writer.write(json.dumps(payload, sort_keys=True).encode() + b"\n")
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+
+
+def request(path: Path, payload: Mapping[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+    """The client side (blocking): one request, one response."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(json.dumps(payload).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    result = json.loads(data or b"{}")
+    if not isinstance(result, dict):
+        raise ValueError("the daemon's answer is not a JSON object")
+    return result
