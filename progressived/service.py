@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import structlog
@@ -71,12 +72,14 @@ from progressived.mqtt.payloads import (
 )
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
 from progressived.params import TableParams
+from progressived.selfcheck import run_selfcheck
 from progressived.settings import DaemonConfig, load_daemon_config
 from progressived.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 BOARD_OFFLINE = "board offline"
+SELF_CHECK_FAILED = "self-check failed"
 OPERATOR_CLOSED = "operator"
 LEDGER_UNAVAILABLE = "ledger unavailable"
 
@@ -706,11 +709,40 @@ class Controller:
                 "head_seq": self.ledger.head_seq,
             },
         )
+        await self.self_check()
         # Closed until the board says hello; a round in progress keeps its state.
         await self.apply(
             SetClosed(reason=BOARD_OFFLINE, closed=True, at=self.clock(), actor="system")
         )
         self._after_change()
+
+    async def self_check(self) -> bool:
+        """Software, configuration and ledger chain head; journaled and published.
+
+        A failure keeps the progressive closed (until a start whose check passes).
+        """
+        paytable = Path(self.params.paytable.source)
+        result = await asyncio.to_thread(
+            run_selfcheck,
+            ledger_path=self.config.ledger.path,
+            config_path=self.config.source,
+            paytable_path=paytable if paytable.is_file() else None,
+            expected_software=self.config.selfcheck.software_sha256,
+        )
+        detail = {"ok": result.ok, "problems": result.problems, **result.detail}
+        await self.record("self_check", detail)
+        now = self.clock()
+        if result.ok:
+            log.info("self-check passed", **result.detail)
+            await self.apply(
+                SetClosed(reason=SELF_CHECK_FAILED, closed=False, at=now, actor="system")
+            )
+        else:
+            log.error("self-check failed: the progressive stays closed", problems=result.problems)
+            await self.apply(
+                SetClosed(reason=SELF_CHECK_FAILED, closed=True, at=now, actor="system")
+            )
+        return result.ok
 
     def request_stop(self) -> None:
         self._stop.set()

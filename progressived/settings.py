@@ -51,6 +51,12 @@ class WatchdogSection(_Strict):
     loop_stall_s: float = Field(default=5.0, gt=0, le=600)
 
 
+class SelfCheckSection(_Strict):
+    """The approved software digest (``progressived self-check`` prints the installed one)."""
+
+    software_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
+
+
 class LogSection(_Strict):
     format: Literal["auto", "json", "console"] = "auto"
     level: Literal["debug", "info", "warning", "error"] = "info"
@@ -75,6 +81,7 @@ class _DaemonModel(_Strict):
     control: ControlSection = Field(default_factory=ControlSection)
     log: LogSection = Field(default_factory=LogSection)
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
+    selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class DaemonConfig:
     control: ControlSection
     log: LogSection
     watchdog: WatchdogSection
+    selfcheck: SelfCheckSection
 
 
 def _prefixed(source: str, section: str, exc: ValidationError) -> str:
@@ -155,6 +163,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         control=model.control,
         log=model.log,
         watchdog=model.watchdog,
+        selfcheck=model.selfcheck,
     )
 
 

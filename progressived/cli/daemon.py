@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 from progressived import __version__, logs
 from progressived.config import ConfigError
 from progressived.demo import run_demo
+from progressived.selfcheck import run_selfcheck
 from progressived.service import run_daemon
 from progressived.settings import load_daemon_config
 
@@ -25,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", required=True, type=Path, metavar="FILE")
     check = sub.add_parser("check-config", help="validate a configuration file and exit")
     check.add_argument("config", type=Path, metavar="FILE")
+    check = sub.add_parser(
+        "self-check", help="print the software, configuration and ledger digests and check them"
+    )
+    check.add_argument("--config", required=True, type=Path, metavar="FILE")
     demo = sub.add_parser(
         "demo", help="simulated board, broker, daemon and sign on this machine, then interactive"
     )
@@ -52,6 +58,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         logs.configure(config.log.format, config.log.level)
         return asyncio.run(run_daemon(config))
+    if args.command == "self-check":
+        try:
+            config = load_daemon_config(args.config)
+        except ConfigError as exc:
+            print(f"progressived: {exc}", file=sys.stderr)
+            return 2
+        paytable = Path(config.params.paytable.source)
+        result = run_selfcheck(
+            ledger_path=config.ledger.path,
+            config_path=config.source,
+            paytable_path=paytable if paytable.is_file() else None,
+            expected_software=config.selfcheck.software_sha256,
+        )
+        print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
+        return 0 if result.ok else 1
     if args.command == "demo":
         return run_demo(headless=args.headless, rounds=args.rounds, workdir=args.workdir)
     return 2
