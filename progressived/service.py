@@ -337,6 +337,7 @@ class Controller:
             log.info("duplicate input ignored", key=idempotency_key)
             return False
         self.state = decision.state
+        structlog.contextvars.bind_contextvars(round=self.state.round)
         self._hits.count(decision.events)
         if self.metrics is not None:
             self.metrics.count(decision.events)
@@ -697,6 +698,7 @@ class Controller:
             Ledger.open, cfg.ledger.path, self.params, at=self.clock(), software=self.version
         )
         self.state = self.ledger.state
+        structlog.contextvars.bind_contextvars(table=self.params.table_id, round=self.state.round)
         if cfg.metrics.enabled:
             self.metrics = TableMetrics(_Source(self))
             self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
