@@ -160,6 +160,7 @@ class Controller:
         self._hits = HitCounts()
         self._key_started: dict[int, float] = {}
         self._control: ControlServer | None = None
+        self._exit_status = 0
 
     # ------------------------------------------------------------- plumbing
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -746,6 +747,20 @@ class Controller:
             )
         return result.ok
 
+    def _task_ended(self, task: asyncio.Task[Any]) -> None:
+        """Crash-only: a core task that ends on its own stops the daemon with status 1.
+
+        systemd (Restart=always) then starts it again from the ledger, which is the state
+        it would have had anyway; running on without the board, the broker or the input
+        loop would only hide the fault.
+        """
+        if task.cancelled() or self._stop.is_set():
+            return
+        exc = task.exception()
+        log.error("core task ended: stopping for a restart", task=task.get_name(), error=repr(exc))
+        self._exit_status = 1
+        self._stop.set()
+
     def request_stop(self) -> None:
         self._stop.set()
 
@@ -764,7 +779,7 @@ class Controller:
             loop.create_task(self._watchdog(), name="watchdog"),
         ]
         for task in tasks:
-            task.add_done_callback(_log_task_error)
+            task.add_done_callback(self._task_ended)
         log.info(
             "running",
             table=self.params.table_id,
@@ -786,7 +801,7 @@ class Controller:
         await self._stop.wait()
         self.notifier.stopping()
         await self.shutdown(tasks)
-        return 0
+        return self._exit_status
 
     async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
         """Finish the open transaction, journal the stop, publish offline, close."""

@@ -1,0 +1,56 @@
+"""Crash-only: a core task that fails stops the daemon with status 1 (systemd restarts it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+from progressived.board import BoardEvent
+from progressived.broker import Mosquitto
+from progressived.engine.state import Light
+from progressived.service import Controller
+from progressived.settings import load_daemon_config
+from tests.daemon_harness import write_config
+
+
+class BrokenBoard:
+    """A driver whose event stream fails after start (e.g. a bug in a driver plugin)."""
+
+    def __init__(self) -> None:
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        await self._stop.wait()
+
+    async def next_event(self) -> BoardEvent:
+        await asyncio.sleep(0.2)
+        raise RuntimeError("driver bug")
+
+    async def set_lights(self, lights: Mapping[int, Light]) -> None:
+        return None
+
+    async def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def counters(self) -> Mapping[str, int]:
+        return {}
+
+    @property
+    def online(self) -> bool:
+        return False
+
+
+async def test_a_failed_core_task_stops_the_daemon_with_status_1(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    config = load_daemon_config(write_config(tmp_path, mosquitto, tmp_path / "no-board"))
+    controller = Controller(config, driver=BrokenBoard())
+    status = await asyncio.wait_for(controller.run(install_signals=False), timeout=30)
+    assert status == 1
+    # It stopped cleanly: the stop is journaled, so the next start recovers as usual.
+    reopened = Controller(config, driver=BrokenBoard())
+    await reopened.start()
+    assert reopened.ledger.head_seq > 0
+    await reopened.db(reopened.ledger.close)
