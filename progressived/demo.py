@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -330,19 +332,29 @@ def _play(
                 file=out,
             )
             out.flush()
+            lines: queue.Queue[str] = queue.Queue()
+
+            def read_stdin() -> None:
+                for typed in sys.stdin:
+                    lines.put(typed)
+                lines.put("")  # end of input
+
+            threading.Thread(target=read_stdin, name="stdin", daemon=True).start()
             try:
-                reader = loop.run_in_executor(None, sys.stdin.readline)
                 while True:
                     pump(0.1)
-                    if reader.done():
-                        line = reader.result()
-                        if not line:
-                            break
-                        sim.stdin.write(line)
-                        sim.stdin.flush()
-                        reader = loop.run_in_executor(None, sys.stdin.readline)
+                    try:
+                        line = lines.get_nowait()
+                    except queue.Empty:
+                        continue
+                    if not line:
+                        break
+                    sim.stdin.write(line)
+                    sim.stdin.flush()
             except KeyboardInterrupt:
-                pass
+                print("\nstopping...", file=out)
             watcher.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(watcher)
             loop.close()
             return 0

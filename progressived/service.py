@@ -776,8 +776,9 @@ class Controller:
             loop.create_task(self.driver.run(), name="board"),
             loop.create_task(self._board_loop(), name="input"),
             loop.create_task(self._housekeeping(), name="housekeeping"),
-            loop.create_task(self._watchdog(), name="watchdog"),
         ]
+        if self.notifier.watchdog_interval_s is not None:
+            tasks.append(loop.create_task(self._watchdog(), name="watchdog"))
         for task in tasks:
             task.add_done_callback(self._task_ended)
         log.info(
