@@ -42,7 +42,7 @@ reserve_rate = 0.02
 driver = "serial"
 port = "{link}"
 heartbeat_interval_s = 0.2
-missed_heartbeats = 5
+missed_heartbeats = 15
 reconnect_initial_s = 0.1
 reconnect_max_s = 0.5
 
