@@ -14,7 +14,7 @@ from progressived.config import ConfigError
 from progressived.demo import run_demo
 from progressived.selfcheck import run_selfcheck
 from progressived.service import run_daemon
-from progressived.settings import load_daemon_config
+from progressived.settings import DaemonConfig, load_daemon_config
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,29 +40,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _load(path: Path) -> DaemonConfig | None:
+    """The validated configuration, or ``None`` after printing why it is not valid."""
+    try:
+        return load_daemon_config(path)
+    except ConfigError as exc:
+        print(f"progressived: {exc}", file=sys.stderr)
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check-config":
-        try:
-            config = load_daemon_config(args.config)
-        except ConfigError as exc:
-            print(f"progressived: {exc}", file=sys.stderr)
+        if (config := _load(args.config)) is None:
             return 2
         print(f"{args.config}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
         return 0
     if args.command == "run":
-        try:
-            config = load_daemon_config(args.config)
-        except ConfigError as exc:
-            print(f"progressived: {exc}", file=sys.stderr)
+        if (config := _load(args.config)) is None:
             return 2
         logs.configure(config.log.format, config.log.level)
         return asyncio.run(run_daemon(config))
     if args.command == "self-check":
-        try:
-            config = load_daemon_config(args.config)
-        except ConfigError as exc:
-            print(f"progressived: {exc}", file=sys.stderr)
+        if (config := _load(args.config)) is None:
             return 2
         paytable = Path(config.params.paytable.source)
         result = run_selfcheck(

@@ -174,15 +174,21 @@ def _accept(state: TableState, events: Sequence[Event]) -> Accepted:
     return Accepted(tuple(events), state)
 
 
-def initial_state(params: TableParams, at: str = "") -> Accepted:
-    """A brand-new table: each meter funded with its starting amount (seed funding)."""
+def open_meters(params: TableParams, state: TableState, at: str = "") -> Accepted:
+    """Fund every configured meter not funded yet with its starting amount (seed funding).
+
+    A new table opens all its meters; a ledger whose configuration gained a meter opens
+    just that one.
+    """
     events: list[Event] = []
     for meter in params.meters:
+        if meter.id in state.opened:
+            continue
         units = meter.start_units
         events.append(
             MeterOpened(
                 at=at,
-                round=1,
+                round=state.round,
                 meter=meter.id,
                 units=units,
                 postings=(
@@ -191,7 +197,12 @@ def initial_state(params: TableParams, at: str = "") -> Accepted:
                 ),
             )
         )
-    return _accept(TableState(), events)
+    return _accept(state, events)
+
+
+def initial_state(params: TableParams, at: str = "") -> Accepted:
+    """A brand-new table: each meter funded with its starting amount (seed funding)."""
+    return open_meters(params, TableState(), at)
 
 
 # --------------------------------------------------------------------------- decide

@@ -27,9 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from progressived.engine import accounts
-from progressived.engine.core import evolve, initial_state
-from progressived.engine.events import Event, MeterOpened, Posting, event_from_dict
+from progressived.engine.core import evolve, initial_state, open_meters
+from progressived.engine.events import Event, Posting, event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, schema, snapshot
 from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
@@ -300,23 +299,8 @@ class Ledger:
 
     def _open_new_meters(self, at: str) -> None:
         """Fund meters configured since the ledger was created (a recorded parameter change)."""
-        state = self._state
-        events: list[Event] = []
-        for meter in self._params.meters:
-            if meter.id in state.opened:
-                continue
-            event = MeterOpened(
-                at=at,
-                round=state.round,
-                meter=meter.id,
-                units=meter.start_units,
-                postings=(
-                    Posting(accounts.seed_funding(meter.id), -meter.start_units),
-                    Posting(accounts.meter(meter.id), meter.start_units),
-                ),
-            )
-            state = evolve(state, event)
-            events.append(event)
+        opened = open_meters(self._params, self._state, at)
+        events, state = opened.events, opened.state
         if events:
             self.append(events, state, at=at, actor="system")
 
