@@ -11,7 +11,6 @@ from pathlib import Path
 
 from progressived import __version__, logs
 from progressived.config import ConfigError
-from progressived.demo import run_demo
 from progressived.selfcheck import run_selfcheck
 from progressived.service import run_daemon
 from progressived.settings import DaemonConfig, load_daemon_config
@@ -74,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
         return 0 if result.ok else 1
     if args.command == "demo":
+        from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
+
         return run_demo(headless=args.headless, rounds=args.rounds, workdir=args.workdir)
     return 2
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-import sqlite_utils
-
 from progressived.ledger.errors import LedgerMismatch
 
 SCHEMA_VERSION = 1
@@ -120,10 +118,17 @@ def file_version(conn: sqlite3.Connection) -> int:
 
     Raises :class:`LedgerMismatch` for a SQLite file that is not a ledger.
     """
-    db = sqlite_utils.Database(conn)
-    tables = set(db.table_names())
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if app_id == APPLICATION_ID and version == SCHEMA_VERSION:
+        # The usual start: a current ledger. A plain query keeps sqlite-utils (and its
+        # imports) off the start-up path; it inspects new, old and foreign files below.
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        tables = {str(name) for (name,) in rows}
+    else:
+        import sqlite_utils  # noqa: PLC0415 - only for files that are not current ledgers
+
+        tables = set(sqlite_utils.Database(conn).table_names())
     if not tables and app_id == 0 and version == 0:
         return 0
     if app_id != APPLICATION_ID or not tables >= LEDGER_TABLES:
