@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +102,7 @@ def verify(
     report = VerifyReport()
     try:
         conn.execute("BEGIN")
-        _run(conn, report, replay=replay, integrity=integrity, max_problems=max_problems)
+        _run(conn, report, path=path, replay=replay, integrity=integrity, max_problems=max_problems)
     except _TooMany:
         pass
     except sqlite3.Error as exc:
@@ -134,6 +136,7 @@ def _run(
     conn: sqlite3.Connection,
     report: VerifyReport,
     *,
+    path: Path | str,
     replay: bool,
     integrity: bool,
     max_problems: int,
@@ -154,6 +157,10 @@ def _run(
         for s, h, t in conn.execute("SELECT seq, hash, state FROM snapshots ORDER BY seq")
     }
     report.snapshots = len(snapshots)
+    if not replay:
+        _fast_pass(conn, report, problem, snapshots, path)
+        _tail_checks(conn, report, problem, meta, snapshots, _sql_balances(conn))
+        return
     postings = _postings_by_seq(conn)
     pending = next(postings, None)
     balances: dict[str, int] = {}
@@ -221,8 +228,133 @@ def _run(
     while pending is not None:
         problem(pending[0], "postings for a journal row that does not exist")
         pending = next(postings, None)
-    head = expected_seq - 1
-    report.head_seq, report.head_hash = head, expected_prev
+    report.head_seq, report.head_hash = expected_seq - 1, expected_prev
+    _tail_checks(conn, report, problem, meta, snapshots, balances)
+
+
+Report = Callable[[int | None, str], None]
+
+# The fast pass's checks of the rows' JSON against the postings table, done by SQLite in
+# one scan: the postings each engine row's JSON carries must be, leg by leg, the postings
+# table's rows for it (both rendered as minified JSON), and kind, round and seat must match.
+_ROWS_VS_POSTINGS = """
+SELECT j.seq, j.category,
+  CASE WHEN NOT json_valid(j.data) THEN 'data is not JSON'
+       WHEN j.category != 'engine' THEN
+         CASE WHEN p.legs IS NOT NULL THEN 'a ' || j.category || ' row has postings' END
+       WHEN json_extract(j.data, '$.kind') IS NOT j.kind
+         OR json_extract(j.data, '$.round') IS NOT j.round
+         OR json_extract(j.data, '$.seat') IS NOT j.seat
+         THEN 'kind, round or seat differ from the event''s data'
+       WHEN coalesce(p.legs, '[]') IS NOT coalesce(json_extract(j.data, '$.postings'), '[]')
+         THEN 'the postings table differs from the row''s postings'
+  END AS problem
+FROM journal j LEFT JOIN (
+  SELECT seq, json_group_array(json_array(account, units)) AS legs
+  FROM (SELECT seq, account, units FROM postings ORDER BY seq, leg) GROUP BY seq
+) p ON p.seq = j.seq
+WHERE problem IS NOT NULL"""
+_UNBALANCED = "SELECT seq, sum(units) FROM postings GROUP BY seq HAVING sum(units) != 0"
+_ORPHAN_POSTINGS = """
+SELECT DISTINCT q.seq FROM postings q LEFT JOIN journal j ON j.seq = q.seq WHERE j.seq IS NULL"""
+
+
+def _sql_checks(path: Path | str, head: int) -> list[tuple[int | None, str]]:
+    """The rows' JSON against the postings table, on a connection of its own (SQLite
+    releases the GIL, so this runs beside the hash chain on a second core)."""
+    found: list[tuple[int | None, str]] = []
+    conn = connect_readonly(path)
+    try:
+        conn.execute("BEGIN")
+        current = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0]
+        if current != head:
+            found.append((None, "the ledger grew during the check: run it again"))
+        for seq, _category, message in conn.execute(_ROWS_VS_POSTINGS):
+            found.append((int(seq), str(message)))
+        for seq, total in conn.execute(_UNBALANCED):
+            found.append((int(seq), f"postings do not balance (sum {total})"))
+        for (seq,) in conn.execute(_ORPHAN_POSTINGS):
+            found.append((int(seq), "postings for a journal row that does not exist"))
+    except sqlite3.OperationalError as exc:  # e.g. malformed JSON past a dropped CHECK
+        found.append((None, f"the rows' data cannot be checked: {exc}"))
+    finally:
+        conn.close()
+    return found
+
+
+def _fast_pass(
+    conn: sqlite3.Connection,
+    report: VerifyReport,
+    problem: Report,
+    snapshots: Mapping[int, Any],
+    path: Path | str,
+) -> None:
+    """The hash chain in Python (one SHA-256 a row) while SQLite checks the rows' JSON
+    against the postings on a second thread. It does not rebuild the engine state
+    (``--deep`` does)."""
+    head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-sql") as pool:
+        sql = pool.submit(_sql_checks, path, head)
+        _chain_pass(conn, report, problem, snapshots)
+        for seq, message in sql.result():
+            problem(seq, message)
+
+
+# The canonical row text of chain.content, built by SQLite: ``prev_hash|content``.
+_CHAIN_ROWS = """
+SELECT seq, table_id, prev_hash, hash,
+  prev_hash || '|' || seq || '|' || at || '|' || table_id || '|' || coalesce(round, '') || '|' ||
+  seat || '|' || kind || '|' || category || '|' || actor || '|' || coalesce(idem_key, '') ||
+  '|' || data
+FROM journal ORDER BY seq"""
+
+
+def _chain_pass(
+    conn: sqlite3.Connection, report: VerifyReport, problem: Report, snapshots: Mapping[int, Any]
+) -> None:
+    """Every row's hash recomputed (``chain.link``'s SHA-256 over the same text)."""
+    expected_seq, expected_prev = 1, chain.GENESIS
+    table = report.table_id
+    rows = 0
+    for seq, table_id, prev_hash, row_hash, text in conn.execute(_CHAIN_ROWS):
+        rows += 1
+        if seq != expected_seq:
+            problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
+        if prev_hash != expected_prev:
+            problem(
+                seq,
+                "prev_hash is not the hash of the row before it (rows deleted, "
+                "inserted or reordered)",
+            )
+        if sha256(text.encode()).hexdigest() != row_hash:
+            problem(seq, "hash does not match the row's content (the row was edited)")
+        if table_id != table:
+            problem(seq, f"table {table_id!r} is not the ledger's table {table!r}")
+        if seq in snapshots and snapshots[seq][0] != row_hash:
+            problem(seq, "the snapshot at this row names another hash")
+        expected_seq, expected_prev = seq + 1, row_hash
+    report.rows += rows
+    report.head_seq, report.head_hash = expected_seq - 1, expected_prev
+
+
+def _sql_balances(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every account's balance as the replay (sum) of the postings table."""
+    return {
+        str(a): int(u)
+        for a, u in conn.execute("SELECT account, sum(units) FROM postings GROUP BY account")
+    }
+
+
+def _tail_checks(
+    conn: sqlite3.Connection,
+    report: VerifyReport,
+    problem: Report,
+    meta: Mapping[str, Any],
+    snapshots: Mapping[int, Any],
+    balances: dict[str, int],
+) -> None:
+    """The head, the balances table, the identity and the idempotency keys."""
+    head, expected_prev = report.head_seq, report.head_hash
     for seq in sorted(s for s in snapshots if s > head):
         problem(seq, "a snapshot after the last journal row (rows were deleted)")
     if str(meta.get("head_seq")) != str(head) or meta.get("head_hash") != expected_prev:
