@@ -81,3 +81,21 @@ def test_after_a_failed_write_the_head_is_read_again(tmp_path: Path) -> None:
         ledger._head_seq, ledger._head_hash, ledger._stale = 2, row2, True
         assert ledger.record("stop", {}, at=AT).first_seq == 4
     assert verify(db).ok
+
+
+def test_outbox_ack_leaves_the_journal_at_synchronous_full(tmp_path: Path) -> None:
+    from progressived.ledger import OutboxMessage
+    from tests.helpers import table
+
+    with Ledger.open(tmp_path / "l.db", table(), at="2026-11-21T00:00:00Z") as ledger:
+        ledger.record(
+            "note",
+            {},
+            at="2026-11-21T00:00:01Z",
+            outbox=lambda rows: [OutboxMessage("t/x", "{}") for _ in rows],
+        )
+        pending = ledger.outbox_pending()
+        assert len(pending) == 1
+        ledger.outbox_ack([pending[0].id])
+        assert ledger.outbox_pending() == []
+        assert ledger._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL

@@ -465,11 +465,26 @@ class Ledger:
         return self._write([rec])[0]
 
     def outbox_ack(self, ids: Sequence[int]) -> None:
-        """Forget outbox messages that were published."""
+        """Forget outbox messages that were published.
+
+        Committed without its own fsync (``synchronous=NORMAL`` for this transaction; the
+        next journal commit, at FULL, makes it durable): losing an acknowledgement to a power
+        cut only publishes the message again, with the same ledger ``seq``, which subscribers
+        recognise. The journal's own commits stay FULL.
+        """
         if not ids:
             return
-        with self._mutex, self._transaction():
-            self._conn.executemany("DELETE FROM outbox WHERE id = ?", [(int(i),) for i in ids])
+        with self._mutex:
+            self._check_open()
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self._transaction():
+                    self._conn.executemany(
+                        "DELETE FROM outbox WHERE id = ?", [(int(i),) for i in ids]
+                    )
+            finally:
+                with suppress(sqlite3.Error):
+                    self._conn.execute("PRAGMA synchronous = FULL")
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the database and truncate it (call when idle)."""

@@ -191,17 +191,20 @@ class SignPublisher:
             self._wake.clear()
             # Events first, in ledger order; acknowledged only after the broker's PUBACK.
             while rows := await self.outbox.pending(100):
-                done: list[int] = []
-                try:
-                    for row in rows:
-                        await client.publish(
+                # Sent in ledger order on one connection; the PUBACKs are awaited together.
+                # If any fails, none is acknowledged: all are sent again after reconnecting,
+                # with the same seq, which subscribers recognise.
+                await asyncio.gather(
+                    *(
+                        client.publish(
                             row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
                         )
-                        done.append(row.id)
-                        self.hooks.published(row.topic, row.seq, None)
-                finally:
-                    if done:
-                        await self.outbox.ack(done)
+                        for row in rows
+                    )
+                )
+                for row in rows:
+                    self.hooks.published(row.topic, row.seq, None)
+                await self.outbox.ack([row.id for row in rows])
             # Meters: the latest value, no faster than the configured rate.
             now = time.monotonic()
             next_due: float | None = None
