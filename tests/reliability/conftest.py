@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.rig import SHORT, TALLY, write_report
+from tests.reliability.rig import NOTES, SHORT, TALLY, write_report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -17,6 +17,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section(f"reliability tally ({'short' if SHORT else 'full'})")
     for name, value in sorted(TALLY.items()):
         terminalreporter.write_line(f"{name:<32} {value:>10,}")
+    for note in NOTES:
+        terminalreporter.write_line(f"note: {note}")
     target = os.environ.get("RELIABILITY_REPORT")
     if target:
         write_report(Path(target))
