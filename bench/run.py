@@ -205,9 +205,25 @@ def set_bets(t: Table, seats: set[int]) -> None:
     t.sim.supervisor(t.sim.supervisor_on)
 
 
+async def reset_round(t: Table) -> None:
+    """After a press that got no message: reject any award, reconcile, clear the keypad."""
+    t.sim.supervisor(True)
+    await asyncio.sleep(0.1)
+    for code in ("NO", "CLR"):
+        t.sim.press(code)
+        await asyncio.sleep(0.1)
+    t.sim.supervisor(False)
+    set_bets(t, set())
+    await asyncio.sleep(0.1)
+    for code in ("RECON", "CLR"):
+        t.sim.press(code)
+        await asyncio.sleep(0.2)
+
+
 async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
     rounds = -(-presses // MEASURED_PER_ROUND)
     samples: dict[str, list[float]] = {}
+    timeouts: list[dict[str, Any]] = []
     async with table(tmp) as t:
         t.start_daemon()
         await t.online()
@@ -236,8 +252,20 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                 )
                 started = time.perf_counter()
                 t.sim.press(code)
-                async with asyncio.timeout(10):
-                    arrived = await fut
+                try:
+                    async with asyncio.timeout(5):
+                        arrived = await fut
+                except TimeoutError:
+                    # Reported, not hidden: the press, and why the daemon refused it.
+                    lines = [
+                        line for line in t.log_text().splitlines()
+                        if "rejected" in line or "refused" in line or "error" in line
+                    ]
+                    timeouts.append({"key": code, "log": lines[-3:]})
+                    if len(timeouts) > 10:
+                        raise RuntimeError(f"too many lost presses: {timeouts}") from None
+                    await reset_round(t)
+                    break
                 samples.setdefault(code, []).append(arrived - started)
                 seen_seqs.append(max(int(m.get("seq", 0)) for _, _, m in t.sub.messages[-20:]))
                 if code == "OK":
@@ -256,6 +284,7 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
     return {
         "rounds": rounds,
         "key_to_sign": summary_ms(all_samples),
+        "presses_without_message": timeouts,
         "by_key": {code: summary_ms(values) for code, values in samples.items()},
         "daemon_pid": pid,
         "daemon_rss_mb": {
@@ -476,6 +505,8 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     if lat:
         p99 = lat["key_to_sign"]["p99_ms"]
         rows.append(("key-to-sign p99", f"{p99:.1f} ms", "<= 15 ms", p99 <= 15))
+        lost = len(lat.get("presses_without_message", []))
+        rows.append(("presses without a message", str(lost), "0", lost == 0))
         if fl:
             ratio = p99 / fl["floor"]["p99_ms"]
             r["latency"]["ratio_p99_to_floor_p99"] = round(ratio, 2)
