@@ -92,22 +92,14 @@ class SmallFilesystem:
         self.filler = mount / "filler"
 
     def fill(self) -> None:
-        chunk = b"\xff" * 65536
-        with self.filler.open("ab") as f:
-            try:
-                while True:
-                    f.write(chunk)
-                    f.flush()
-            except OSError:
-                pass
-        # What is left is smaller than a chunk: take it too, byte-wise in small pieces.
+        # Unbuffered, so that nothing is left to flush (and fail) at close; big pieces
+        # first, then smaller ones until not one byte fits.
         with self.filler.open("ab", buffering=0) as f:
-            for size in (4096, 512, 1):
-                try:
+            for size in (65536, 4096, 512, 1):
+                piece = b"\xff" * size
+                with contextlib.suppress(OSError):
                     while True:
-                        f.write(b"\xff" * size)
-                except OSError:
-                    continue
+                        f.write(piece)
 
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)
