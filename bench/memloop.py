@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from progressived.engine import Lock, Reconcile, Sensors, decide
+from progressived.engine import Command, Lock, Reconcile, Sensors, decide
 from progressived.ledger import Batch, Ledger
 from progressived.ledger.stress import drive, utc_now
 from progressived.params import TableParams
@@ -43,10 +43,11 @@ def top_up(ledger: Ledger, params: TableParams, target: int) -> None:
     while ledger.head_seq < target:
         round_no += 1
         seats = frozenset(range(1, 2 + round_no % params.seats))
-        for index, command in enumerate(
-            (Sensors(present=seats, at=at), Lock(at=at), Sensors(present=frozenset(), at=at),
-             Reconcile(at=at))
-        ):
+        commands: tuple[Command, ...] = (
+            Sensors(present=seats, at=at), Lock(at=at), Sensors(present=frozenset(), at=at),
+            Reconcile(at=at),
+        )
+        for index, command in enumerate(commands):
             decision = decide(params, state, command)
             if not decision.accepted:
                 raise RuntimeError(decision.reason)

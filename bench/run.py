@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -205,6 +205,19 @@ def set_bets(t: Table, seats: set[int]) -> None:
     t.sim.supervisor(t.sim.supervisor_on)
 
 
+def _event_after(kind: str, last: int) -> Callable[[str, dict[str, Any]], bool]:
+    """Accepts the first ``kind`` event journaled after ``seq`` ``last``."""
+
+    def test(topic: str, message: dict[str, Any]) -> bool:
+        return (
+            topic.endswith("/event")
+            and message.get("kind") == kind
+            and int(message.get("seq", 0)) > last
+        )
+
+    return test
+
+
 async def reset_round(t: Table) -> None:
     """After a press that got no message: reject any award, reconcile, clear the keypad."""
     t.sim.supervisor(True)
@@ -244,12 +257,7 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                     t.sim.press(code)
                     await asyncio.sleep(0.01)
                     continue
-                last = max(seen_seqs, default=0)
-                fut = t.sub.expect(
-                    lambda topic, m, kind=kind, last=last: topic.endswith("/event")
-                    and m.get("kind") == kind
-                    and int(m.get("seq", 0)) > last
-                )
+                fut = t.sub.expect(_event_after(kind, max(seen_seqs, default=0)))
                 started = time.perf_counter()
                 t.sim.press(code)
                 try:
