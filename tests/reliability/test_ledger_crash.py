@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.rig import TALLY
 from tests.test_ledger_crash import crash_loop
 
 pytestmark = pytest.mark.reliability
@@ -21,4 +22,7 @@ pytestmark = pytest.mark.reliability
 def test_sigkill_loop(tmp_path: Path) -> None:
     kills = int(os.environ.get("LEDGER_CRASH_KILLS", "100"))
     seed = int(os.environ.get("LEDGER_CRASH_SEED", "20261121"))
-    assert crash_loop(tmp_path, kills, seed=seed) > 0
+    acked = crash_loop(tmp_path, kills, seed=seed)
+    assert acked > 0
+    TALLY["ledger_writer_sigkills"] += kills
+    TALLY["ledger_writer_acks_checked"] += acked

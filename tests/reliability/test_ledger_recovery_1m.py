@@ -16,6 +16,7 @@ import pytest
 from progressived.engine import Lock, Reconcile, Sensors, decide
 from progressived.ledger import Batch, Ledger
 from progressived.ledger.stress import demo_params
+from tests.reliability.rig import TALLY
 
 pytestmark = pytest.mark.reliability
 AT = "2026-11-21T19:00:00.000000Z"
@@ -64,3 +65,5 @@ def test_recover_a_million_events(tmp_path: Path) -> None:
         assert ledger.head_seq == head
     print(f"recovered {head} rows in {elapsed:.3f}s")
     assert elapsed < 0.5, f"recovery of {head} rows took {elapsed:.3f}s"
+    TALLY["recovery_ledger_events"] += head
+    TALLY["recovery_ms"] += round(elapsed * 1000)

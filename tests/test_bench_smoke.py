@@ -1,0 +1,35 @@
+"""The benchmark harness still runs (``bench.run --quick``: tiny counts, figures not judged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.timeout(120)
+def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "quick.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--out", str(out), "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=110,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick"
+    assert result["latency"]["key_to_sign"]["n"] >= 24
+    assert result["latency"]["received_all_in_journal"]
+    assert result["throughput"]["journal_rows"] == 5000
+    assert result["startup"]["verify"]["exit"] == 0
+    assert result["startup"]["ready_s"]["log_running"] > 0
+    assert {row["measure"] for row in result["targets"]} >= {"key-to-sign p99", "idle CPU"}
+    assert "key-to-sign p99" in proc.stdout
