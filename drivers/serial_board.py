@@ -140,7 +140,8 @@ class SerialBoardDriver:
         self._tx_seq = 0
         self._last_rx = 0.0
         self._last_hb_tx = -1e9
-        self._last_key = 0
+        self._last_key = 0  # the last key press delivered to the daemon (this boot)
+        self._acked_key = 0  # the last key press the daemon handled: acknowledged to the board
         self._present: frozenset[int] | None = None
         self._supervisor = False
         self._lights: tuple[p.LightCode, ...] | None = None
@@ -390,7 +391,7 @@ class SerialBoardDriver:
             if self._board_id:
                 self._counters["reboots"] += 1
             self._board_id, self._boot_id = hello.board_id, hello.boot_id
-            self._last_key = hello.key_base
+            self._last_key = self._acked_key = hello.key_base
         self._board_seats = hello.seats
         self._rx_seq = frame.seq
         self._last_rx = self._now()
@@ -401,9 +402,22 @@ class SerialBoardDriver:
             self._counters["online_events"] += 1
             log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
-        self._send(p.KeyAck(self._last_key))
+        self._send(p.KeyAck(self._acked_key))
         if self._lights is not None:
             self._send_lights()
+
+    def key_handled(self, event: KeyPressed) -> None:
+        """The daemon has journaled (or refused) the presses up to ``event``: acknowledge them.
+
+        Until then the board keeps them and retransmits them, so a daemon that dies between
+        receiving a press and journaling it gets the press again (once) after its restart.
+        """
+        if event.board_id != self._board_id or event.boot_id != self._boot_id:
+            return
+        if event.key_seq > self._acked_key:
+            self._acked_key = min(event.key_seq, self._last_key)
+            if self._transport is not None:
+                self._send(p.KeyAck(self._acked_key))
 
     def _valid_state(self, state: p.State) -> bool:
         limit = self.settings.seats or self._board_seats
@@ -435,4 +449,4 @@ class SerialBoardDriver:
                     idempotency_key=f"{self._board_id}:{self._boot_id:08x}:{key.key_seq}",
                 )
             )
-        self._send(p.KeyAck(self._last_key))
+        self._send(p.KeyAck(self._acked_key))

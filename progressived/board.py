@@ -90,6 +90,13 @@ class BoardDriver(Protocol):
         """``async for event in driver.events()``: :meth:`next_event` forever."""
         ...
 
+    def key_handled(self, event: KeyPressed) -> None:
+        """The daemon has journaled (or refused) every press up to ``event``.
+
+        Only now may the driver acknowledge them to the board; before, the board keeps
+        retransmitting them, so no press is lost to a crash between receipt and journal.
+        """
+
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
         """The lights every seat should show; resent until the board acknowledges them."""
         ...

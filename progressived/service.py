@@ -440,6 +440,11 @@ class Controller:
                         actor="dealer",
                         idempotency_key=event.idempotency_key or None,
                     )
+                if outcome.kind is not OutcomeKind.PENDING:
+                    # The sequence is journaled (or refused): only now may the board forget
+                    # its presses. A crash before this makes the board send them again, and
+                    # the idempotency key stops a second application.
+                    self.driver.key_handled(event)
             case SupervisorKey():
                 self.keypad.feed(event, now)
                 await self.record(

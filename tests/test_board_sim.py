@@ -178,6 +178,8 @@ class Table:
                     self.command(out.command)
                 elif out.kind is OutcomeKind.REFUSED:
                     self.refused.append(out.display)
+                if isinstance(ev, KeyPressed) and out.kind is not OutcomeKind.PENDING:
+                    self.drv.key_handled(ev)  # the sequence is done: let the board forget it
             await self.drv.set_lights(lights(self.state, 7))
 
 

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from progressived.board import BoardEvent
+from progressived.board import BoardEvent, KeyPressed
 from progressived.broker import Mosquitto
 from progressived.engine.state import Light
 from progressived.service import Controller
@@ -26,6 +26,9 @@ class BrokenBoard:
     async def next_event(self) -> BoardEvent:
         await asyncio.sleep(0.2)
         raise RuntimeError("driver bug")
+
+    def key_handled(self, event: KeyPressed) -> None:
+        return None
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
         return None

@@ -45,9 +45,13 @@ class Rig:
     task: asyncio.Task[None]
     seen: list[BoardEvent] = field(default_factory=list)
 
+    handle_keys: bool = True  # like the daemon: report each press handled once consumed
+
     async def event(self, timeout: float = 5.0) -> BoardEvent:
         ev = await asyncio.wait_for(self.drv.next_event(), timeout)
         self.seen.append(ev)
+        if self.handle_keys and isinstance(ev, KeyPressed):
+            self.drv.key_handled(ev)
         return ev
 
     async def expect(self, kind: type, timeout: float = 5.0) -> BoardEvent:
@@ -59,6 +63,8 @@ class Rig:
         out = []
         while (ev := self.drv.next_event_nowait()) is not None:
             out.append(ev)
+            if self.handle_keys and isinstance(ev, KeyPressed):
+                self.drv.key_handled(ev)
         self.seen += out
         return out
 
@@ -468,3 +474,33 @@ def test_board_settings_from_config() -> None:
         board_settings_from_config({"board": {"port": "x", "missed_heartbeats": 0}}, "table.toml")
     with pytest.raises(ConfigError, match=r"table\.toml: board: missing required key"):
         board_settings_from_config({}, "table.toml")
+
+
+async def test_a_press_is_acknowledged_only_once_the_daemon_has_handled_it(tmp_path: Path) -> None:
+    """A daemon that dies between receiving a press and journaling it gets it again."""
+    async with make_rig(tmp_path) as rig:
+        rig.handle_keys = False
+        await rig.online()
+        seq = rig.sim.press("LOCK")
+        key = await rig.expect(KeyPressed)
+        assert isinstance(key, KeyPressed)
+        assert key.key_seq == seq
+        await asyncio.sleep(1.0)
+        assert rig.sim.pending, "not acknowledged before the daemon handled it"
+        assert not [e for e in rig.drain() if isinstance(e, KeyPressed)], "delivered once"
+        # The daemon "dies": a new driver on the same port receives the same press again.
+        await rig.drv.stop()
+        await asyncio.wait_for(rig.task, 5)
+        again = SerialBoardDriver(rig.drv.settings)
+        task = asyncio.create_task(again.run())
+        try:
+            while True:
+                event = await asyncio.wait_for(again.next_event(), 10)
+                if isinstance(event, KeyPressed):
+                    break
+            assert event.idempotency_key == key.idempotency_key
+            again.key_handled(event)
+            await until(lambda: not rig.sim.pending)
+        finally:
+            await again.stop()
+            await task
