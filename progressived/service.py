@@ -34,17 +34,13 @@ from progressived.board import (
     load_driver_factory,
 )
 from progressived.clock import utc_now
-from progressived.config import ConfigError
-from progressived.control import ControlServer, Peer
+from progressived.control import ControlServer
 from progressived.engine import (
-    AdjustMeter,
     Command,
     Lock,
     Sensors,
     SetClosed,
     TableState,
-    TransferMeter,
-    accounts,
     decide,
     lights,
 )
@@ -60,7 +56,6 @@ from progressived.ledger import (
     reports,
 )
 from progressived.metrics import HitCounts, TableMetrics
-from progressived.money import MoneyError, cents, display, dollars
 from progressived.mqtt.payloads import (
     Topics,
     dumps,
@@ -71,17 +66,15 @@ from progressived.mqtt.payloads import (
     system_payload,
 )
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
-from progressived.params import TableParams
+from progressived.operator import OperatorDesk
 from progressived.selfcheck import run_selfcheck
-from progressived.settings import DaemonConfig, load_daemon_config
+from progressived.settings import DaemonConfig
 from progressived.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 BOARD_OFFLINE = "board offline"
 SELF_CHECK_FAILED = "self-check failed"
-OPERATOR_CLOSED = "operator"
-LEDGER_UNAVAILABLE = "ledger unavailable"
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -140,7 +133,7 @@ class Controller:
             driver = load_driver_factory(config.driver).create(config.board)
         self.driver = driver
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
-        self._lock = asyncio.Lock()
+        self.lock = asyncio.Lock()
         self._stop = asyncio.Event()
         self._last_write = time.monotonic()
         self._lights: dict[int, Light] | None = None
@@ -157,7 +150,7 @@ class Controller:
         self.listeners: list[Callable[[str, Mapping[str, Any]], None]] = []
         self.metrics: TableMetrics | None = None
         self.metrics_port: int | None = None
-        self._hits = HitCounts()
+        self.hits = HitCounts()
         self._key_started: dict[int, float] = {}
         self._control: ControlServer | None = None
         self._exit_status = 0
@@ -188,46 +181,6 @@ class Controller:
         for listener in self.listeners:
             listener("published", {"topic": topic, "seq": seq, "first_seen": first_seen})
 
-    # ------------------------------------------------------------- metrics source
-    def table_id(self) -> str:
-        return self.params.table_id
-
-    def meter_ids(self) -> Sequence[str]:
-        return self.params.meter_ids
-
-    def current_state(self) -> TableState:
-        return self.state
-
-    def info(self) -> dict[str, str]:
-        return {
-            "version": self.version,
-            "paytable": self.params.paytable.id,
-            "config_digest": self.config.digest[:16],
-        }
-
-    def hit_counts(self) -> HitCounts:
-        return self._hits
-
-    def board_counters(self) -> Mapping[str, int]:
-        return dict(self.driver.counters)
-
-    def health_gauges(self) -> Sequence[tuple[str, str, bool]]:
-        ok, _ = self.check_health()
-        return [
-            ("board_online", "The sensor board is online.", self.health.board_online),
-            ("broker_connected", "Connected to the MQTT broker.", self.health.broker_connected),
-            ("ledger_ok", "The ledger accepts writes.", self.health.ledger_ok),
-            (
-                "table_open",
-                "The progressive is open (LOCK accepted).",
-                not self.state.closed and self.health.ledger_ok,
-            ),
-            ("healthy", "The watchdog is being pinged.", ok),
-        ]
-
-    def head_seq(self) -> int:
-        return self.ledger.head_seq
-
     def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
         for listener in self.listeners:
             listener(what, detail)
@@ -241,7 +194,7 @@ class Controller:
         def build(rows: Sequence[JournalRow]) -> list[OutboxMessage]:
             out = []
             engine_rows = [r for r in rows if r.category == "engine"]
-            for event, row in zip(events, engine_rows, strict=False):
+            for event, row in zip(events, engine_rows, strict=True):  # one row per event
                 payload = event_payload(table_id, row.seq, event)
                 if payload is not None:
                     out.append(OutboxMessage(self.topics.event, dumps(payload), qos=1))
@@ -249,7 +202,7 @@ class Controller:
 
         return build
 
-    def _system_outbox(
+    def system_outbox(
         self, kind: str, detail: Mapping[str, Any]
     ) -> Callable[[Sequence[JournalRow]], list[OutboxMessage]]:
         table_id = self.params.table_id
@@ -286,7 +239,7 @@ class Controller:
                 actor=actor,
                 round=self.state.round,
                 idempotency_key=idempotency_key,
-                outbox=self._system_outbox(kind, detail) if publish else None,
+                outbox=self.system_outbox(kind, detail) if publish else None,
             )
         except LedgerUnavailable as exc:
             await self._ledger_failed(exc)
@@ -303,23 +256,30 @@ class Controller:
         ``started`` (perf_counter) is when the key press that caused it arrived, for the
         key-to-publish histogram.
         """
-        async with self._lock:
+        return (
+            await self.submit(command, idempotency_key=idempotency_key, started=started)
+        ) is None
+
+    async def submit(
+        self, command: Command, *, idempotency_key: str | None = None, started: float | None = None
+    ) -> str | None:
+        """As :meth:`apply`, returning ``None`` when applied, else why not."""
+        async with self.lock:
             return await self._apply_locked(command, idempotency_key, started)
 
     async def _apply_locked(
         self, command: Command, idempotency_key: str | None, started: float | None = None
-    ) -> bool:
+    ) -> str | None:
         if isinstance(command, Lock) and not self.health.ledger_ok:
-            await self._refuse(
-                "the ledger is unavailable: LOCK refused", "ledger-unavailable", command
-            )
-            return False
+            why = "the ledger is unavailable: LOCK refused"
+            await self.refuse(why, "ledger-unavailable", command)
+            return why
         decision = decide(self.params, self.state, command)
         if not decision.accepted:
-            await self._refuse(decision.reason, decision.code, command, idempotency_key)
-            return False
+            await self.refuse(decision.reason, decision.code, command, idempotency_key)
+            return decision.reason
         if not decision.events:
-            return True
+            return None
         try:
             result = await self.commit(
                 self.ledger.append,
@@ -332,14 +292,14 @@ class Controller:
             )
         except LedgerUnavailable as exc:
             await self._ledger_failed(exc)
-            return False
+            return f"not journaled: {exc}"
         self._last_write = time.monotonic()
         if result.duplicate:
             log.info("duplicate input ignored", key=idempotency_key)
-            return False
+            return "already applied (the same input was journaled before)"
         self.state = decision.state
         structlog.contextvars.bind_contextvars(round=self.state.round)
-        self._hits.count(decision.events)
+        self.hits.count(decision.events)
         if self.metrics is not None:
             self.metrics.count(decision.events)
         if started is not None and result.last_seq >= result.first_seq:
@@ -357,10 +317,10 @@ class Controller:
                 seat=event.seat or None,
             )
         self._notify("applied", {"events": decision.events})
-        self._after_change()
-        return True
+        self.after_change()
+        return None
 
-    async def _refuse(
+    async def refuse(
         self, reason: str, code: str, command: Command, idempotency_key: str | None = None
     ) -> None:
         log.warning(
@@ -387,10 +347,10 @@ class Controller:
             log.error("ledger unavailable: the progressive is closed", error=str(exc))
         self.health.ledger_ok = False
         self.health.last_error = str(exc)
-        self._after_change()
+        self.after_change()
 
     # ------------------------------------------------------------- outputs
-    def _after_change(self) -> None:
+    def after_change(self) -> None:
         head = self.ledger.head_seq
         for meter in self.params.meters:
             state = meter_state(self.state, meter.id, self.health.board_online)
@@ -459,7 +419,7 @@ class Controller:
                     SetClosed(reason=BOARD_OFFLINE, closed=False, at=now, actor="system")
                 )
                 self._lights = None
-                self._after_change()
+                self.after_change()
             case BoardOffline(reason=reason):
                 self.health.board_online = False
                 self.health.board_offline_since = time.monotonic()
@@ -484,7 +444,7 @@ class Controller:
             await asyncio.sleep(1.0)
             self.health.loop_beat = time.monotonic()
             if not self.health.ledger_ok:
-                async with self._lock:
+                async with self.lock:
                     try:
                         await self.db(
                             self.ledger.record,
@@ -497,7 +457,7 @@ class Controller:
                         continue
                     self.health.ledger_ok = True
                     log.info("ledger available again")
-                    self._after_change()
+                    self.after_change()
                 continue
             idle = time.monotonic() - self._last_write
             if idle >= self.config.ledger.checkpoint_idle_s:
@@ -534,167 +494,6 @@ class Controller:
                 was_ok = ok
             await asyncio.sleep(min(interval, 1.0))
 
-    # ------------------------------------------------------------- operator actions
-    def status(self) -> dict[str, Any]:
-        ok, why = self.check_health()
-        return {
-            "table": self.params.table_id,
-            "paytable": self.params.paytable.id,
-            "version": self.version,
-            "round": self.state.round,
-            "phase": self.state.phase.value,
-            "locked_seats": sorted(self.state.locked),
-            "pending_awards": [
-                {"seat": a.seat, "hand": a.hand, "cents": cents(a.units)}
-                for a in self.state.pending
-            ],
-            "closed": sorted(self.state.closed),
-            "meters": {
-                m: {
-                    "display": display(self.state.balance(accounts.meter(m))),
-                    "cents": cents(self.state.balance(accounts.meter(m))),
-                    "reserve_cents": cents(self.state.balance(accounts.reserve(m))),
-                    "overflow_cents": cents(self.state.balance(accounts.overflow(m))),
-                    "state": meter_state(self.state, m, self.health.board_online),
-                }
-                for m in self.params.meter_ids
-            },
-            "board": {"online": self.health.board_online, "counters": dict(self.driver.counters)},
-            "broker": {"connected": self.health.broker_connected},
-            "ledger": {
-                "ok": self.health.ledger_ok,
-                "head_seq": self.ledger.head_seq,
-                "path": str(self.config.ledger.path),
-                "error": self.health.last_error if not self.health.ledger_ok else "",
-            },
-            "healthy": ok,
-            "health": why,
-            "metrics_port": self.metrics_port,
-        }
-
-    async def control(self, request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
-        """One control-socket request (see progressived.control)."""
-        action = str(request.get("action", ""))
-        if action == "status":
-            return {"ok": True, "status": self.status()}
-        operator = str(request.get("operator", "")).strip()
-        reason = str(request.get("reason", "")).strip()
-        approver = str(request.get("approver", "")).strip()
-        if not operator or not reason:
-            return {"ok": False, "error": "an operator id and a reason are required"}
-        who = {"operator": operator, "reason": reason, "uid": peer.uid, "pid": peer.pid}
-        now = self.clock()
-        if action in ("close", "open"):
-            closing = action == "close"
-            if not await self.record(f"operator_{action}", who, actor=operator):
-                return {"ok": False, "error": "the ledger is unavailable"}
-            await self.apply(
-                SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator)
-            )
-            return {"ok": True, "closed": sorted(self.state.closed)}
-        if action == "reload":
-            return await self.reload_parameters(operator, approver, reason, peer)
-        if action in ("adjust", "transfer"):
-            try:
-                units = dollars(str(request.get("amount", "")))
-            except MoneyError as exc:
-                return {"ok": False, "error": str(exc)}
-            command: Command
-            if action == "adjust":
-                command = AdjustMeter(
-                    meter=str(request.get("meter", "main")),
-                    units=units,
-                    reason=reason,
-                    approved_by=approver,
-                    actor=operator,
-                    at=now,
-                )
-            else:
-                command = TransferMeter(
-                    from_meter=str(request.get("from", "")),
-                    to_meter=str(request.get("to", "")),
-                    units=units,
-                    reason=reason,
-                    approved_by=approver,
-                    actor=operator,
-                    at=now,
-                )
-            decision = decide(self.params, self.state, command)
-            if not decision.accepted:
-                await self._refuse(decision.reason, decision.code, command)
-                return {"ok": False, "error": decision.reason}
-            applied = await self.apply(command)
-            return (
-                {"ok": applied, "status": self.status()}
-                if applied
-                else {"ok": False, "error": "not applied (see the log)"}
-            )
-        return {"ok": False, "error": f"unknown action {action!r}"}
-
-    async def reload_parameters(
-        self, operator: str, approver: str, reason: str, peer: Peer
-    ) -> dict[str, Any]:
-        """Re-read the configuration file and apply new progressive parameters.
-
-        Refused while a round is open or an award awaits the supervisor, without a second
-        person's approval, or when the new file is invalid, names another table, changes the
-        set of meters, or sets a limit below a meter's current amount. Journaled with the
-        old and new values. Board, MQTT and ledger settings take effect at the next start.
-        """
-        if not approver or approver == operator:
-            return {"ok": False, "error": "a second person must approve (two-person control)"}
-        async with self._lock:
-            if self.state.phase.value != "open" or self.state.pending:
-                return {
-                    "ok": False,
-                    "error": "refused while a round is open: reconcile or void it first",
-                }
-            try:
-                new = load_daemon_config(self.config.source)
-            except ConfigError as exc:
-                return {"ok": False, "error": str(exc)}
-            old, params = self.params, new.params
-            if params.table_id != old.table_id:
-                return {"ok": False, "error": "the table id cannot change"}
-            if params.meter_ids != old.meter_ids:
-                return {"ok": False, "error": "the set of meters cannot change while running"}
-            for meter in params.meters:
-                current = self.state.balance(accounts.meter(meter.id))
-                if meter.limit is not None and meter.limit < current:
-                    return {
-                        "ok": False,
-                        "error": f"meter {meter.id}: a limit must be at least the current amount",
-                    }
-            changes = _param_changes(old, params)
-            if not changes:
-                return {"ok": True, "changes": {}}
-            detail = {
-                "changes": changes,
-                "operator": operator,
-                "approver": approver,
-                "reason": reason,
-                "config_digest": new.digest,
-                "uid": peer.uid,
-            }
-            try:
-                await self.commit(
-                    self.ledger.record,
-                    "parameter_changed",
-                    detail,
-                    at=self.clock(),
-                    actor=operator,
-                    round=self.state.round,
-                    outbox=self._system_outbox("parameter_changed", detail),
-                )
-            except LedgerError as exc:
-                return {"ok": False, "error": f"not journaled: {exc}"}
-            self.params = params
-            self.config = new
-            self.keypad = KeypadInterpreter(new.keypad, params.paytable.hand_ids, params.seats)
-            log.info("parameters changed", changes=changes, operator=operator, approver=approver)
-        self._after_change()
-        return {"ok": True, "changes": changes}
-
     # ------------------------------------------------------------- life
     async def start(self) -> None:
         """Open the ledger (recovering the round in progress) and journal the start."""
@@ -722,7 +521,7 @@ class Controller:
         await self.apply(
             SetClosed(reason=BOARD_OFFLINE, closed=True, at=self.clock(), actor="system")
         )
-        self._after_change()
+        self.after_change()
 
     async def self_check(self) -> bool:
         """Software, configuration and ledger chain head; journaled and published.
@@ -793,11 +592,9 @@ class Controller:
             ledger=str(self.config.ledger.path),
             broker=f"{self.config.mqtt.host}:{self.config.mqtt.port}",
         )
+        desk = OperatorDesk(self)
         control = ControlServer(
-            self.config.control.socket,
-            self.config.control.group,
-            self.control,
-            self._control_refused,
+            self.config.control.socket, self.config.control.group, desk.handle, desk.refused
         )
         await control.start()
         self._control = control
@@ -811,7 +608,7 @@ class Controller:
 
     async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
         """Finish the open transaction, journal the stop, publish offline, close."""
-        async with self._lock:  # waits for a command being journaled
+        async with self.lock:  # waits for a command being journaled
             for task in tasks:
                 if task.get_name() in ("input", "housekeeping", "watchdog"):
                     task.cancel()
@@ -834,22 +631,19 @@ class Controller:
         self._executor.shutdown(wait=True)
         log.info("stopped", table=self.params.table_id)
 
-    async def _control_refused(self, peer: Peer, why: str) -> None:
-        await self.record("control_refused", {"uid": peer.uid, "pid": peer.pid, "reason": why})
-
     async def _seed_hits(self) -> None:
         """Hits and wins per hand from the ledger (a read-only scan, off the event loop).
 
         Commands wait meanwhile (the board is still saying hello at start), so no event
         is counted twice or missed.
         """
-        async with self._lock:
+        async with self.lock:
             report = await asyncio.to_thread(reports.meters, self.config.ledger.path)
             fresh = HitCounts()
             fresh.seed(report)
-            with self._hits.lock:
-                self._hits.progressive_in = fresh.progressive_in
-                self._hits.hits, self._hits.wins = fresh.hits, fresh.wins
+            with self.hits.lock:
+                self.hits.progressive_in = fresh.progressive_in
+                self.hits.hits, self.hits.wins = fresh.hits, fresh.wins
 
     async def _drain_outbox(self) -> None:
         while self.publisher.connected and len(await self.db(self.ledger.outbox_pending, 1)):
@@ -857,58 +651,53 @@ class Controller:
             await asyncio.sleep(0.05)
 
 
-def _param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:
-    """Old and new values of every progressive parameter that differs (JSON-ready)."""
-
-    def describe(p: TableParams) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "paytable": p.paytable.id,
-            "wager_units": p.wager_units,
-            "policy": p.policy.value,
-            "award_order": p.award_order.value,
-            "seats": p.seats,
-        }
-        for m in p.meters:
-            out[f"meters.{m.id}.seed_units"] = m.seed
-            out[f"meters.{m.id}.rate"] = str(m.rate)
-            out[f"meters.{m.id}.reserve_rate"] = str(m.reserve_rate)
-            out[f"meters.{m.id}.limit_units"] = m.limit
-            out[f"meters.{m.id}.above_limit"] = m.above_limit.value
-        return out
-
-    before, after = describe(old), describe(new)
-    return {k: {"old": before[k], "new": after[k]} for k in after if before.get(k) != after[k]}
-
-
 class _Source:
-    """The controller seen by the metrics collector (read from the HTTP thread)."""
+    """The controller as the metrics collector sees it (read from the HTTP thread; the
+    state is immutable, so reading the current reference is safe)."""
 
     def __init__(self, controller: Controller) -> None:
         self.c = controller
 
     def table_id(self) -> str:
-        return self.c.table_id()
+        return self.c.params.table_id
 
     def meter_ids(self) -> Sequence[str]:
-        return self.c.meter_ids()
+        return self.c.params.meter_ids
 
     def state(self) -> TableState:
-        return self.c.current_state()
+        return self.c.state
 
     def info(self) -> dict[str, str]:
-        return self.c.info()
+        c = self.c
+        return {
+            "version": c.version,
+            "paytable": c.params.paytable.id,
+            "config_digest": c.config.digest[:16],
+        }
 
     def hit_counts(self) -> HitCounts:
-        return self.c.hit_counts()
+        return self.c.hits
 
     def board_counters(self) -> Mapping[str, int]:
-        return self.c.board_counters()
+        return dict(self.c.driver.counters)
 
     def health(self) -> Sequence[tuple[str, str, bool]]:
-        return self.c.health_gauges()
+        c = self.c
+        ok, _ = c.check_health()
+        return [
+            ("board_online", "The sensor board is online.", c.health.board_online),
+            ("broker_connected", "Connected to the MQTT broker.", c.health.broker_connected),
+            ("ledger_ok", "The ledger accepts writes.", c.health.ledger_ok),
+            (
+                "table_open",
+                "The progressive is open (LOCK accepted).",
+                not c.state.closed and c.health.ledger_ok,
+            ),
+            ("healthy", "The watchdog is being pinged.", ok),
+        ]
 
     def head_seq(self) -> int:
-        return self.c.head_seq()
+        return self.c.ledger.head_seq
 
 
 def _log_task_error(task: asyncio.Future[Any]) -> None:

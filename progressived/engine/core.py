@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from math import floor
 from types import MappingProxyType
 from typing import Literal
@@ -853,8 +852,3 @@ def _set_closed(state: TableState, cmd: SetClosed) -> Decision:
     if reason not in state.closed:
         return Accepted((), state)
     return _accept(state, [TableOpened(at=cmd.at, round=state.round, reason=reason)])
-
-
-def fraction_of(units: int, part: Fraction) -> int:
-    """``floor(units * part)``: exported for tests and the PAR sheet."""
-    return floor(units * part)
