@@ -25,6 +25,7 @@ from progressived.par.holdem import (
     HIGH,
     PAIR,
     PAYING,
+    PLAIN_CHAINS,
     ROYAL,
     STRAIGHT,
     STRAIGHT_FLUSH,
@@ -79,12 +80,7 @@ _DESCRIPTIONS = {
 }
 _CHAINS: dict[str, tuple[Hand, ...]] = {
     ROYAL: (Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
-    STRAIGHT_FLUSH: (Hand.STRAIGHT_FLUSH,),
-    FOUR: (Hand.FOUR_OF_A_KIND,),
-    FULL_HOUSE: (Hand.FULL_HOUSE,),
-    FLUSH: (Hand.FLUSH,),
-    STRAIGHT: (Hand.STRAIGHT,),
-    THREE: (Hand.THREE_OF_A_KIND,),
+    **PLAIN_CHAINS,
 }
 
 

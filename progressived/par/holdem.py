@@ -289,16 +289,20 @@ _DESCRIPTIONS = {
     STRAIGHT: "straight",
     THREE: "three of a kind",
 }
-_CHAINS: dict[str, tuple[Hand, ...]] = {
-    FIRST_5: (Hand.ROYAL_FLUSH_FIRST_5, Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
-    COMMUNITY: (Hand.COMMUNITY_ROYAL, Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
-    OTHER_ROYAL: (Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
+# Below the royals, a category is paid as its own hand (shared with the five-card reading).
+PLAIN_CHAINS: dict[str, tuple[Hand, ...]] = {
     STRAIGHT_FLUSH: (Hand.STRAIGHT_FLUSH,),
     FOUR: (Hand.FOUR_OF_A_KIND,),
     FULL_HOUSE: (Hand.FULL_HOUSE,),
     FLUSH: (Hand.FLUSH,),
     STRAIGHT: (Hand.STRAIGHT,),
     THREE: (Hand.THREE_OF_A_KIND,),
+}
+_CHAINS: dict[str, tuple[Hand, ...]] = {
+    FIRST_5: (Hand.ROYAL_FLUSH_FIRST_5, Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
+    COMMUNITY: (Hand.COMMUNITY_ROYAL, Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
+    OTHER_ROYAL: (Hand.ROYAL_FLUSH, Hand.STRAIGHT_FLUSH),
+    **PLAIN_CHAINS,
 }
 
 
