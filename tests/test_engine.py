@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -25,7 +26,8 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.commands import Command, SamePlayer
-from progressived.params import AboveLimit, MeterParams
+from progressived.params import AboveLimit, MeterParams, Policy
+from progressived.paytable import paytable_from_mapping
 from tests.helpers import CENT, DOLLAR, fresh, meter, reserve, run, sim, table
 
 
@@ -349,3 +351,95 @@ def test_transfer_only_above_the_reset_value_and_not_mid_round() -> None:
     assert meter(moved.state, "mini") == 250 * DOLLAR
     locked, _ = run(params, state, Sensors(present=frozenset({1})), Lock())
     assert decide(params, locked, transfer(DOLLAR)).code == "round-open"  # type: ignore[union-attr]
+
+
+def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
+    """Issue 11: a straight flush confirmed before the second one is keyed still shares equally."""
+    params = table("pmg-01", start=2000 * DOLLAR, policy=Policy.SPLIT)
+    state, _ = run(params, fresh(params), Sensors(present=frozenset({1, 3})), Lock())
+    early, decisions = run(
+        params,
+        state,
+        KeyHand(seat=1, hand="straight-flush"),
+        Confirm(),
+        KeyHand(seat=3, hand="straight-flush"),
+        Confirm(),
+        Reconcile(),
+    )
+    assert all(d.accepted for d in decisions)
+    assert [e.kind for e in decisions[1].events] == ["award_approved"]  # type: ignore[union-attr]
+    late, _ = run(
+        params,
+        state,
+        KeyHand(seat=1, hand="straight-flush"),
+        KeyHand(seat=3, hand="straight-flush"),
+        Confirm(),
+        Confirm(),
+        Reconcile(),
+    )
+    settled = decisions[-1].events[-1].settlement  # type: ignore[union-attr]
+    assert [(p.seat, p.source, p.units) for p in settled if p.source == "meter"] == [
+        (3, "meter", 100 * DOLLAR),
+        (1, "meter", 100 * DOLLAR),
+    ]
+    assert early.balances == late.balances
+    assert early.balance(accounts.paid_attendant("main")) == 200 * DOLLAR
+    paid = [e for e in decisions[-1].events if e.kind == "award_confirmed"]  # type: ignore[union-attr]
+    assert [(e.seat, e.units) for e in paid] == [(3, 100 * DOLLAR), (1, 100 * DOLLAR)]  # type: ignore[attr-defined]
+
+
+def test_split_confirm_one_of_two_jackpots_then_reject_the_other_keeps_the_reset() -> None:
+    """Issue 11: the meter is never left below the seed after a paid 100% award."""
+    jackpot = paytable_from_mapping(
+        {
+            "id": "two-jackpots",
+            "name": "a 100% hand one deck can deal twice",
+            "game": "three-card-poker",
+            "rule": "test",
+            "wager": "1.00",
+            "envy_requires_trigger_wager": True,
+            "envy_rule": "test",
+            "hands": [{"hand": "straight-flush", "pays": "100%"}],
+        }
+    )
+    params = replace(table(start=3000 * DOLLAR, policy=Policy.SPLIT), paytable=jackpot)
+    state, decisions = run(
+        params,
+        fresh(params),
+        Sensors(present=frozenset({1, 3})),
+        Lock(),
+        KeyHand(seat=1, hand="straight-flush"),
+        KeyHand(seat=3, hand="straight-flush"),
+        Confirm(),  # seat 3, first in the counter-clockwise order
+        Reject(),  # seat 1
+        Reconcile(),
+    )
+    assert all(d.accepted for d in decisions)
+    assert meter(state) == 1000 * DOLLAR  # reset to the seed
+    assert state.balance(accounts.paid_attendant("main")) == 3000 * DOLLAR  # seat 3 alone
+    settled = decisions[-1].events[-1].settlement  # type: ignore[union-attr]
+    assert [(p.seat, p.units) for p in settled] == [(3, 3000 * DOLLAR)]
+    assert accounts.identity_gap(state.balances, params.meter_ids) == 0
+
+
+def test_split_an_approved_award_cannot_be_turned_off_rejected_or_voided() -> None:
+    params = table("pmg-01", start=2000 * DOLLAR, policy=Policy.SPLIT)
+    state, decisions = run(
+        params,
+        fresh(params),
+        Sensors(present=frozenset({1})),
+        Lock(),
+        KeyHand(seat=1, hand="straight-flush"),
+        Confirm(),
+        KeyHand(seat=1, hand="straight-flush"),
+        Reject(),
+        Void(),
+    )
+    assert [d.accepted for d in decisions] == [True, True, True, True, False, False, False]
+    assert [d.code for d in decisions[4:]] == [  # type: ignore[union-attr]
+        "award-confirmed",
+        "nothing-pending",
+        "award-confirmed",
+    ]
+    assert state.balance(accounts.pending("main")) == 200 * DOLLAR
+    assert not state.pending and state.unpaid

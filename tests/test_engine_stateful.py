@@ -9,8 +9,9 @@ events from scratch gives the same state.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -35,7 +36,7 @@ from progressived.engine import (
 from progressived.engine.commands import Command
 from progressived.money import UNITS_PER_CENT
 from progressived.params import AboveLimit, MeterParams, Policy, TableParams
-from progressived.paytable import find_paytable
+from progressived.paytable import Paytable, find_paytable, paytable_from_mapping
 from tests.conftest import PAYTABLES
 
 PAYTABLE_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
@@ -218,3 +219,126 @@ EngineMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestEngineStateful = EngineMachine.TestCase
+
+
+# --------------------------------------------------------------------------- split timing
+
+SPLIT_PAYTABLE = paytable_from_mapping(
+    {
+        "id": "split-test",
+        "name": "two meter hands one deck can deal several of",
+        "game": "three-card-poker",
+        "rule": "test",
+        "wager": "1.00",
+        "envy_requires_trigger_wager": True,
+        "envy_rule": "test",
+        "hands": [
+            {"hand": "straight-flush", "pays": "100%", "envy": "5.00"},
+            {"hand": "three-of-a-kind", "pays": "10%"},
+            {"hand": "straight", "pays": "6 for 1"},
+        ],
+    }
+)
+SPLIT_HANDS = ["straight-flush", "three-of-a-kind", "straight"]
+
+
+@cache
+def _paytable(paytable_id: str) -> Paytable:
+    return SPLIT_PAYTABLE if paytable_id == "split-test" else find_paytable(paytable_id, PAYTABLES)
+
+
+def _split_params(paytable: str, rate: Fraction, reserve_rate: Fraction) -> TableParams:
+    return TableParams(
+        table_id="t1",
+        paytable=_paytable(paytable),
+        meters=(
+            MeterParams(
+                rate=rate, reserve_rate=reserve_rate, start=3_000 * 10_000 * 100, seed=10**9
+            ),
+        ),
+        policy=Policy.SPLIT,
+    )
+
+
+def _settle(params: TableParams, commands: list[Command]) -> tuple[object, ...]:
+    """Run ``commands``; the round's settlement and every money balance at the end."""
+    state = initial_state(params).state
+    events = []
+    for command in commands:
+        decision = decide(params, state, command)
+        if decision.accepted:
+            events.extend(decision.events)
+        state = decision.state
+        assert accounts.identity_gap(state.balances, params.meter_ids) == 0
+        assert state.balance(accounts.meter("main")) >= 0
+    settled = [e for e in events if e.kind == "round_reconciled"]
+    assert len(settled) == 1
+    balances = {account: units for account, units in state.balances.items() if units}
+    return settled[0].settlement, balances  # type: ignore[attr-defined]
+
+
+@given(
+    paytable=st.sampled_from(["split-test", "pmg-01", "uth-01"]),
+    rate=rates,
+    reserve_rate=rates,
+    data=st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_split_shares_do_not_depend_on_when_the_supervisor_presses(
+    paytable: str, rate: Fraction, reserve_rate: Fraction, data: st.DataObject
+) -> None:
+    """Under ``split`` the awards are a function of the keyed set and the policy.
+
+    The same winners, the same verdicts (confirm or reject each award), pressed at random
+    moments between the keys, give the settlement and balances of the plain order: key
+    only the confirmed winners, then confirm them all. The identity holds at every step.
+    """
+    params = _split_params(paytable, rate, reserve_rate)
+    hands = SPLIT_HANDS if paytable == "split-test" else list(params.paytable.hand_ids)
+    locked = sorted(data.draw(st.sets(st.integers(1, 7), min_size=1), label="locked"))
+    winners = data.draw(
+        st.lists(
+            st.tuples(st.sampled_from(locked), st.sampled_from(hands)),
+            unique_by=lambda w: w[0],
+            max_size=len(locked),
+        ),
+        label="winners",
+    )
+    start: list[Command] = [Sensors(present=frozenset(locked)), Lock()]
+    # Keep the winners one deck can deal together (the guard refuses the others).
+    state = initial_state(params).state
+    for command in [*start, *(KeyHand(seat=s, hand=h) for s, h in winners)]:
+        decision = decide(params, state, command)
+        if not decision.accepted:
+            winners.remove((command.seat, command.hand))  # type: ignore[attr-defined]
+        state = decision.state
+    verdict = {w: data.draw(st.booleans(), label=f"confirm {w}") for w in winners}
+    for seat, hand in winners:  # only meter awards await the supervisor
+        rule = params.paytable.rule_for(hand)
+        if rule is not None and not rule.pay.from_meter:
+            verdict[(seat, hand)] = True
+
+    # Canonical: only the confirmed winners are keyed; every award confirmed after the keys.
+    canonical = start + [KeyHand(seat=s, hand=h) for (s, h) in winners if verdict[(s, h)]]
+    canonical += [Confirm()] * len(winners) + [Reconcile()]
+
+    # Timed: every winner keyed; presses at random moments decide the first award waiting.
+    state = initial_state(params).state
+    timed: list[Command] = []
+    for command in start:
+        timed.append(command)
+        state = decide(params, state, command).state
+    for seat, hand in winners:
+        timed.append(KeyHand(seat=seat, hand=hand))
+        state = decide(params, state, timed[-1]).state
+        while state.pending and data.draw(st.booleans(), label="press now"):
+            first = state.pending[0]
+            timed.append(Confirm() if verdict[(first.seat, first.hand)] else Reject())
+            state = decide(params, state, timed[-1]).state
+    while state.pending:
+        first = state.pending[0]
+        timed.append(Confirm() if verdict[(first.seat, first.hand)] else Reject())
+        state = decide(params, state, timed[-1]).state
+    timed.append(Reconcile())
+
+    assert _settle(params, timed) == _settle(params, canonical)

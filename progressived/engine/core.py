@@ -31,6 +31,7 @@ from progressived.engine.commands import (
     Void,
 )
 from progressived.engine.events import (
+    AwardApproved,
     AwardConfirmed,
     AwardKeyed,
     AwardReversed,
@@ -107,6 +108,7 @@ def _new_round(state: TableState) -> TableState:
         keyed=(),
         awards=(),
         same_player=(),
+        approved=(),
     )
 
 
@@ -139,6 +141,8 @@ def evolve(state: TableState, event: Event) -> TableState:
                 meter_before=event.meter_before,
                 postings=event.postings,
                 share_of=event.share_of,
+                # A split award approved by the supervisor stays approved when repriced.
+                confirmed=state.is_approved(event.seat, event.hand),
             )
             return replace(state, awards=(*state.awards, award))
         case AwardReversed(seat=seat, hand=hand):
@@ -148,12 +152,15 @@ def evolve(state: TableState, event: Event) -> TableState:
                     del remaining[index]
                     break
             return replace(state, awards=tuple(remaining))
-        case AwardConfirmed(seat=seat, hand=hand):
+        case AwardConfirmed(seat=seat, hand=hand) | AwardApproved(seat=seat, hand=hand):
             awards = tuple(
                 replace(a, confirmed=True) if (a.seat, a.hand) == (seat, hand) else a
                 for a in state.awards
             )
-            return replace(state, awards=awards)
+            approved = tuple(a for a in state.approved if (a[0], a[1]) != (seat, hand))
+            if isinstance(event, AwardApproved):
+                approved = (*approved, (seat, hand, event.by))
+            return replace(state, awards=awards, approved=approved)
         case SpotsJoined(seats=seats):
             group = frozenset(seats)
             others = tuple(g for g in state.same_player if not g & group)
@@ -477,7 +484,7 @@ def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
                     "award-confirmed",
                     state,
                 )
-            wanted = [(a.seat, a.hand) for a in state.pending if (a.seat, a.hand) != (seat, hand)]
+            wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != (seat, hand)]
             return _reprice(params, state, wanted, cmd.at, {(seat, hand): "unkeyed"})
 
     # A new winner: refuse what one deck cannot deal.
@@ -527,7 +534,7 @@ def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
             state,
         )
     if rule.pay.from_meter:
-        wanted = [(a.seat, a.hand) for a in state.pending] + [(seat, hand)]
+        wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]
         return _reprice(params, state, wanted, cmd.at, {})
     units = rule.pay.tray_amount(params.wager_units, paytable.wager)
     return _accept(
@@ -628,7 +635,7 @@ def _reprice(
     from the first difference on, the old awards are reversed last-first and keyed again
     on the meter as it then stands, so every meter movement is an exact, recorded posting.
     """
-    old = state.pending
+    old = state.unpaid
     confirmed = len(state.awards) - len(old)
     groups = _ordered(params, wanted)
     new_flat = [(sh, len(g), g[0]) for g in groups for sh in g]
@@ -690,6 +697,18 @@ def _confirm(params: TableParams, state: TableState, cmd: Confirm) -> Decision:
     if not pending:
         return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
     award = pending[0]
+    if params.policy is Policy.SPLIT:
+        # Approved, paid at RECONCILE: a split share is final only with the round's keyed set.
+        approval = AwardApproved(
+            at=cmd.at,
+            round=state.round,
+            seat=award.seat,
+            hand=award.hand,
+            meter=award.meter,
+            units=award.units,
+            by=cmd.actor,
+        )
+        return _accept(state, [approval])
     return _accept(
         state,
         [
@@ -717,7 +736,7 @@ def _reject(params: TableParams, state: TableState, cmd: Reject) -> Decision:
     if not pending:
         return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
     first = (pending[0].seat, pending[0].hand)
-    wanted = [(a.seat, a.hand) for a in pending[1:]]
+    wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != first]
     return _reprice(params, state, wanted, cmd.at, {first: "rejected"})
 
 
@@ -740,6 +759,28 @@ def _envy_units(params: TableParams, rule: HandRule) -> int:
     return scale_amount(rule.envy, params.wager_units, params.paytable.wager)
 
 
+def _pay_approved(state: TableState, at: str) -> list[Event]:
+    """Split policy: the approved awards, now final, paid by an attendant at RECONCILE."""
+    by = {(seat, hand): who for seat, hand, who in state.approved}
+    return [
+        AwardConfirmed(
+            at=at,
+            round=state.round,
+            seat=award.seat,
+            hand=award.hand,
+            meter=award.meter,
+            units=award.units,
+            by=by[(award.seat, award.hand)],
+            postings=(
+                Posting(accounts.pending(award.meter), -award.units),
+                Posting(accounts.paid_attendant(award.meter), award.units),
+            ),
+        )
+        for award in state.awards
+        if (award.seat, award.hand) in by
+    ]
+
+
 def _reconcile(params: TableParams, state: TableState, cmd: Reconcile) -> Decision:
     if state.phase is not Phase.LOCKED:
         return Rejected("no locked round to reconcile", "not-locked", state)
@@ -751,7 +792,7 @@ def _reconcile(params: TableParams, state: TableState, cmd: Reconcile) -> Decisi
         )
     order = params.seat_order()
     settlement: list[Payment] = []
-    events: list[Event] = []
+    events: list[Event] = _pay_approved(state, cmd.at)
     for seat in order:
         for award in state.awards:
             if award.seat == seat:

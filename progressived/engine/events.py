@@ -181,6 +181,23 @@ class AwardConfirmed(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AwardApproved(Event):
+    """Under the ``split`` policy the supervisor approved a meter award; nothing is paid yet.
+
+    A split share depends on every hand of the group, so it is paid (an
+    :class:`AwardConfirmed`, at RECONCILE) only once the round's keyed set is final: that
+    way the supervisor's timing never changes how a group shares. ``units`` is the amount
+    as keyed when approved; a later change to the group reprices it.
+    """
+
+    kind: ClassVar[str] = "award_approved"
+    hand: str
+    meter: str
+    units: int
+    by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpotsJoined(Event):
     """The dealer marked these spots as one player for the round."""
 
@@ -296,6 +313,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AwardKeyed,
         AwardReversed,
         AwardConfirmed,
+        AwardApproved,
         SpotsJoined,
         TrayPaid,
         EnvyPaid,

@@ -71,6 +71,8 @@ class TableState:
     closed: frozenset[str] = frozenset()
     balances: Mapping[str, int] = field(default_factory=_empty)
     opened: frozenset[str] = frozenset()  # meters funded
+    # Split policy: awards the supervisor approved, paid at RECONCILE: (seat, hand, by).
+    approved: tuple[tuple[int, str, str], ...] = ()
 
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)
@@ -78,6 +80,15 @@ class TableState:
     @property
     def pending(self) -> tuple[MeterAward, ...]:
         return tuple(a for a in self.awards if not a.confirmed)
+
+    def is_approved(self, seat: int, hand: str) -> bool:
+        return any((s, h) == (seat, hand) for s, h, _ in self.approved)
+
+    @property
+    def unpaid(self) -> tuple[MeterAward, ...]:
+        """Awards whose amount is still held in ``award_pending`` (repriceable): those awaiting
+        the supervisor and, under ``split``, those approved but not yet paid."""
+        return tuple(a for a in self.awards if not a.confirmed or self.is_approved(a.seat, a.hand))
 
     def meter_pending(self, meter_id: str) -> bool:
         return any(a.meter == meter_id for a in self.pending)

@@ -54,6 +54,7 @@ def state_to_dict(state: TableState) -> dict[str, Any]:
         "closed": sorted(state.closed),
         "balances": {account: state.balances[account] for account in sorted(state.balances)},
         "opened": sorted(state.opened),
+        "approved": [list(a) for a in state.approved],
     }
 
 
@@ -88,6 +89,9 @@ def state_from_dict(data: Mapping[str, Any]) -> TableState:
         closed=frozenset(str(c) for c in data["closed"]),
         balances=MappingProxyType({str(k): int(v) for k, v in data["balances"].items()}),
         opened=frozenset(str(m) for m in data["opened"]),
+        approved=tuple(
+            (int(seat), str(hand), str(by)) for seat, hand, by in data.get("approved", [])
+        ),
     )
 
 
