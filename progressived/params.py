@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from progressived.money import UNITS_PER_DOLLAR
+from progressived.money import UNITS_PER_CENT, UNITS_PER_DOLLAR, display_exact
 from progressived.paytable import Paytable
 
 
@@ -103,12 +103,25 @@ class ParamsError(ValueError):
     """Parameters that cannot run a table."""
 
 
+def sub_cent(wager: int) -> str | None:
+    """Why ``wager`` (units) cannot be a wager, or ``None``: a wager is whole cents.
+
+    A player stakes cents; a finer wager would make every "X for 1" pay a fraction of a
+    cent that can only be truncated, so it is refused rather than silently rounded.
+    """
+    if wager % UNITS_PER_CENT:
+        return f"{display_exact(wager)} is finer than a cent (a wager is a whole number of cents)"
+    return None
+
+
 def validate(params: TableParams) -> None:
     """Refuse parameters the engine cannot honour exactly; the message names the setting."""
     if not 1 <= params.seats <= 12:
         raise ParamsError(f"table.seats: {params.seats} is not between 1 and 12")
     if params.wager_units <= 0:
         raise ParamsError("progressive.wager: must be positive")
+    if problem := sub_cent(params.wager_units):
+        raise ParamsError(f"progressive.wager: {problem}")
     ids = [m.id for m in params.meters]
     if not ids:
         raise ParamsError("progressive.meters: at least one meter is needed")

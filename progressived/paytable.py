@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from progressived.money import MoneyError, display, dollars
+from progressived.money import UNITS_PER_CENT, MoneyError, display, display_exact, dollars
 
 
 class Hand(enum.StrEnum):
@@ -393,6 +393,11 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         raise PaytableError(f"{source}: wager: {exc}") from None
     if wager <= 0:
         raise PaytableError(f"{source}: wager: must be positive")
+    if wager % UNITS_PER_CENT:
+        raise PaytableError(
+            f"{source}: wager: {display_exact(wager)} is finer than a cent "
+            "(a wager is a whole number of cents)"
+        )
     _check_cards(model, source)
     rules = []
     for index, entry in enumerate(model.hands):

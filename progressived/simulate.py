@@ -26,6 +26,7 @@ from progressived.engine import (
     decide,
     initial_state,
 )
+from progressived.engine.core import seat_problem
 from progressived.engine.events import AwardKeyed, Event, HandKeyed, RoundReconciled, RoundVoided
 from progressived.engine.state import Phase
 from progressived.money import UNITS_PER_CENT, cents, display
@@ -48,8 +49,14 @@ class ScriptError(ValueError):
     """A script line that is not a command."""
 
 
-def parse_line(line: str, sensed: frozenset[int], at: str) -> Command | None:
-    """Turn one script line into a command (``None`` for blank lines and comments)."""
+def parse_line(
+    line: str, sensed: frozenset[int], at: str, params: TableParams | None = None
+) -> Command | None:
+    """Turn one script line into a command (``None`` for blank lines and comments).
+
+    ``unbet`` of a seat the table does not have is refused like ``bet`` of it: the board
+    reports the full sensor set, so without this check the seat would silently vanish.
+    """
     text = line.split("#", 1)[0].strip()
     if not text:
         return None
@@ -74,7 +81,10 @@ def parse_line(line: str, sensed: frozenset[int], at: str) -> Command | None:
         return Sensors(present=sensed | {seat(args[0])}, at=at)
     if verb == "unbet":
         arity(1, "unbet SEAT")
-        return Sensors(present=sensed - {seat(args[0])}, at=at)
+        gone = seat(args[0])
+        if params is not None and (problem := seat_problem(params, gone)):
+            raise ScriptError(problem)
+        return Sensors(present=sensed - {gone}, at=at)
     if verb == "lock":
         arity(0, "lock")
         return Lock(at=at)
@@ -177,7 +187,7 @@ class Simulation:
     def run_script(self, lines: Iterable[str]) -> None:
         for number, line in enumerate(lines, start=1):
             try:
-                command = parse_line(line, self.state.sensed, self.clock())
+                command = parse_line(line, self.state.sensed, self.clock(), self.params)
             except ScriptError as exc:
                 self.rejected.append({"line": number, "text": line.strip(), "reason": str(exc)})
                 continue

@@ -46,6 +46,7 @@ def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) 
         ("[log]", "[logging]", "logging: unknown key"),
         ('id = "tcp-07"', 'id = "bad id!"', "table.id"),
         ("seed = 1000.00", "seed = 1000.0000001", "seed: '1000.0000001' is finer"),
+        ("# wager = 1.00 ", "wager = 1.005 ", "progressive.wager: $1.005000 is finer than a cent"),
     ],
 )
 def test_a_bad_value_exits_2_naming_file_key_and_reason(

@@ -162,6 +162,7 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
             "cards",
             "'first-five' does not fit game 'three-card-poker'",
         ),
+        (("wager = 1.00", "wager = 1.005"), "wager", "$1.005000 is finer than a cent"),
     ],
 )
 def test_bad_paytables_name_file_key_and_reason(

@@ -133,6 +133,8 @@ def test_text_output_is_a_readable_table(
         (["--paytable", "tcp-sd-1", "--meter-rate", "2"], "between 0 and 1"),
         (["--paytable", "tcp-sd-1", "--seed", "ten"], "not an amount"),
         (["--paytable", "tcp-sd-1", "--meter-rate", "0.7", "--reserve-rate", "0.4"], "above 1"),
+        (["--paytable", "tcp-sd-1", "--wager", "1.005"], "--wager: $1.005000 is finer than a cent"),
+        (["--paytable", "tcp-sd-1", "--wager", "0.001"], "finer than a cent"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(
@@ -181,3 +183,21 @@ def test_console_script_runs_from_stdin() -> None:
     assert report["rounds"][0]["pays"] == [
         {"seat": 1, "hand": "three-of-a-kind", "source": "tray", "cents": 9000}
     ]
+
+
+def test_unbet_of_a_seat_the_table_does_not_have_is_refused_like_bet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = simulate(
+        tmp_path,
+        capsys,
+        "--paytable",
+        "tcp-sd-1",
+        script="bet 3\nunbet 9\nbet 9\nunbet 0\nunbet 3\nlock\n",
+    )
+    assert [(r["line"], r["reason"]) for r in report["rejected"]] == [
+        (2, "seat 9 is not on this table (seats 1-7)"),
+        (3, "seat 9 is not on this table (seats 1-7)"),
+        (4, "seat 0 is not on this table (seats 1-7)"),
+    ]
+    assert report["totals"]["wagers_cents"] == 0  # unbet 3 still took seat 3's wager away

@@ -14,7 +14,7 @@ from progressived.config import ConfigError, load_table_params, with_overrides
 from progressived.ledger import Ledger, LedgerError
 from progressived.ledger.sink import LedgerSink
 from progressived.money import MoneyError, dollars
-from progressived.params import MeterParams, ParamsError, Policy, TableParams, validate
+from progressived.params import MeterParams, ParamsError, Policy, TableParams, sub_cent, validate
 from progressived.paytable import PaytableError, find_paytable
 from progressived.simulate import SCRIPT_HELP, Simulation, render_text
 
@@ -75,6 +75,8 @@ def _params(args: argparse.Namespace) -> TableParams:
         name: (dollars(value) if value is not None else None)
         for name, value in (("wager", args.wager), ("seed", args.seed), ("start", args.meter_start))
     }
+    if amount["wager"] is not None and (problem := sub_cent(amount["wager"])):
+        raise ConfigError(f"--wager: {problem}")
     return with_overrides(
         params,
         wager=amount["wager"],

@@ -244,11 +244,16 @@ def decide(params: TableParams, state: TableState, command: Command) -> Decision
     return Rejected(f"unknown command {command!r}", "unknown-command", state)
 
 
-def _seat_error(params: TableParams, seat: int, state: TableState) -> Rejected | None:
+def seat_problem(params: TableParams, seat: object) -> str | None:
+    """Why ``seat`` is not a seat of this table, or ``None`` (one wording for every input)."""
     if isinstance(seat, bool) or not isinstance(seat, int) or not 1 <= seat <= params.seats:
-        return Rejected(
-            f"seat {seat} is not on this table (seats 1-{params.seats})", "bad-seat", state
-        )
+        return f"seat {seat} is not on this table (seats 1-{params.seats})"
+    return None
+
+
+def _seat_error(params: TableParams, seat: int, state: TableState) -> Rejected | None:
+    if problem := seat_problem(params, seat):
+        return Rejected(problem, "bad-seat", state)
     return None
 
 
