@@ -23,6 +23,7 @@ from progressived.params import (
     ParamsError,
     Policy,
     TableParams,
+    seed_conflict,
     validate,
 )
 from progressived.paytable import PaytableError, find_paytable
@@ -159,6 +160,11 @@ def table_params_from(
         validate(params)
     except ParamsError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    for index, (section, meter) in enumerate(zip(model.progressive.meters, meters, strict=True)):
+        if "seed" in section.model_fields_set and (
+            problem := seed_conflict(params, meter.id, meter.seed)
+        ):
+            raise ConfigError(f"{source}: progressive.meters[{index}].seed: {problem}")
     return params
 
 
@@ -180,6 +186,8 @@ def with_overrides(
     first = params.meters[0]
     if seed is not None:
         first = replace(first, seed=seed)
+        if problem := seed_conflict(replace(params, wager=wager or params.wager), first.id, seed):
+            raise ConfigError(f"--seed: {problem}")
     if meter_start is not None:
         first = replace(first, start=meter_start)
     if meter_rate is not None:

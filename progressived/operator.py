@@ -206,7 +206,7 @@ def param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:
             "seats": p.seats,
         }
         for m in p.meters:
-            out[f"meters.{m.id}.seed_units"] = m.seed
+            out[f"meters.{m.id}.seed_units"] = p.reset_seed(m.id)
             out[f"meters.{m.id}.rate"] = str(m.rate)
             out[f"meters.{m.id}.reserve_rate"] = str(m.reserve_rate)
             out[f"meters.{m.id}.limit_units"] = m.limit

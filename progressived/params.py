@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from progressived.money import UNITS_PER_CENT, UNITS_PER_DOLLAR, display_exact
+from progressived.money import UNITS_PER_CENT, UNITS_PER_DOLLAR, display, display_exact
 from progressived.paytable import Paytable
 
 
@@ -78,6 +78,22 @@ class TableParams:
     def wager_units(self) -> int:
         return self.paytable.wager if self.wager is None else self.wager
 
+    def reset_seed(self, meter_id: str) -> int:
+        """The seed (start and reset amount) of ``meter_id``.
+
+        A paytable that states its seed (PMG: "the envy and seed amounts adjust up or down
+        accordingly with changes made to the wager amount") fixes it for the meters it pays
+        a percentage of, scaled to the configured wager like envy; otherwise the meter's.
+        """
+        stated = self.paytable.seed
+        if stated is not None and meter_id in self.paytable.meters:
+            return stated * self.wager_units // self.paytable.wager
+        return self.meter(meter_id).seed
+
+    def start_units(self, meter: MeterParams) -> int:
+        """The amount ``meter`` is first funded with (its ``start``, else its seed)."""
+        return self.reset_seed(meter.id) if meter.start is None else meter.start
+
     def meter(self, meter_id: str) -> MeterParams:
         for meter in self.meters:
             if meter.id == meter_id:
@@ -101,6 +117,29 @@ class TableParams:
 
 class ParamsError(ValueError):
     """Parameters that cannot run a table."""
+
+
+def _money(units: int) -> str:
+    return display(units) if units % UNITS_PER_CENT == 0 else display_exact(units)
+
+
+def seed_conflict(params: TableParams, meter_id: str, seed: int) -> str | None:
+    """Why a seed set explicitly for ``meter_id`` cannot stand, or ``None``.
+
+    Where the paytable states the seed (and that it follows the wager), a configured seed
+    other than the scaled one would contradict the rule, so it is refused, not ignored.
+    """
+    paytable = params.paytable
+    if paytable.seed is None or meter_id not in paytable.meters:
+        return None
+    wanted = params.reset_seed(meter_id)
+    if seed == wanted:
+        return None
+    return (
+        f"{_money(seed)} differs from {_money(wanted)}, the seed paytable "
+        f"{paytable.id} requires at a {_money(params.wager_units)} wager "
+        f"({paytable.seed_rule}); leave it out or set it to that"
+    )
 
 
 def sub_cent(wager: int) -> str | None:
@@ -138,9 +177,9 @@ def validate(params: TableParams) -> None:
         if m.start is not None and m.start < 0:
             raise ParamsError(f"{key}.start: must not be negative")
         if m.limit is not None:
-            if m.limit < m.seed:
+            if m.limit < params.reset_seed(m.id):
                 raise ParamsError(f"{key}.limit: below the seed amount")
-            if m.limit < m.start_units:
+            if m.limit < params.start_units(m):
                 raise ParamsError(
                     f"{key}.limit: below the starting meter "
                     "(a limit must be at least the current amount)"
@@ -152,6 +191,11 @@ def validate(params: TableParams) -> None:
                 f"which is not configured (meters: {', '.join(ids)})"
             )
     base = params.paytable.wager
+    if params.paytable.seed is not None and (params.paytable.seed * params.wager_units) % base:
+        raise ParamsError(
+            f"progressive.wager: paytable {params.paytable.id}'s seed does not scale to a whole "
+            "unit at this wager"
+        )
     for rule in params.paytable.hands:
         for what, amount in (("pay", rule.pay.amount), ("envy", rule.envy)):
             if amount and (amount * params.wager_units) % base:

@@ -255,6 +255,10 @@ class _PaytableModel(BaseModel):
     hands: list[_HandModel] = Field(min_length=1)
     limits: list[_LimitModel] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    max_hands_per_player: int | None = Field(default=None, ge=1)
+    hands_per_player_rule: str | None = None
+    seed: Decimal | int | str | None = None
+    seed_rule: str | None = None
 
     @field_validator("cards", mode="before")
     @classmethod
@@ -320,6 +324,13 @@ class Paytable:
     limits: tuple[HandLimit, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = "<memory>"
+    # The most spots one player may play in a round (None: no limit), and the rule saying so.
+    max_hands_per_player: int | None = None
+    hands_per_player_rule: str = ""
+    # The meter's seed and reset amount for ``wager`` (None: the configuration's), scaled
+    # with the configured wager like envy amounts; ``seed_rule`` cites why.
+    seed: int | None = None
+    seed_rule: str = ""
 
     def rule_for(self, hand: Hand | str) -> HandRule | None:
         for rule in self.hands:
@@ -431,7 +442,35 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         limits=limits,
         notes=tuple(model.notes),
         source=source,
+        **_per_player_and_seed(model, source),
     )
+
+
+def _per_player_and_seed(model: _PaytableModel, source: str) -> dict[str, Any]:
+    """The optional hands-per-player limit and stated seed, each with its rule cited."""
+    out: dict[str, Any] = {}
+    if model.max_hands_per_player is not None:
+        if not (model.hands_per_player_rule or "").strip():
+            raise PaytableError(
+                f"{source}: hands_per_player_rule: missing (cite the rule that limits the hands "
+                "one player may play)"
+            )
+        out["max_hands_per_player"] = model.max_hands_per_player
+        out["hands_per_player_rule"] = model.hands_per_player_rule
+    if model.seed is not None:
+        try:
+            seed = dollars(model.seed)
+        except MoneyError as exc:
+            raise PaytableError(f"{source}: seed: {exc}") from None
+        if seed <= 0:
+            raise PaytableError(f"{source}: seed: must be positive")
+        if not (model.seed_rule or "").strip():
+            raise PaytableError(
+                f"{source}: seed_rule: missing (cite the rule that makes the seed follow the wager)"
+            )
+        out["seed"] = seed
+        out["seed_rule"] = model.seed_rule
+    return out
 
 
 def load_paytable(path: Path) -> Paytable:

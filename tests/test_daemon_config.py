@@ -47,6 +47,12 @@ def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) 
         ('id = "tcp-07"', 'id = "bad id!"', "table.id"),
         ("seed = 1000.00", "seed = 1000.0000001", "seed: '1000.0000001' is finer"),
         ("# wager = 1.00 ", "wager = 1.005 ", "progressive.wager: $1.005000 is finer than a cent"),
+        (
+            'paytable = "tcp-sd-1"',
+            'paytable = "pmg-02"',
+            "progressive.meters[0].seed: $1,000.00 differs from $5,000.00, the seed paytable "
+            "pmg-02 requires at a $5.00 wager",
+        ),
     ],
 )
 def test_a_bad_value_exits_2_naming_file_key_and_reason(

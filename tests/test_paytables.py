@@ -163,6 +163,10 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
             "'first-five' does not fit game 'three-card-poker'",
         ),
         (("wager = 1.00", "wager = 1.005"), "wager", "$1.005000 is finer than a cent"),
+        (("wager = 1.00", "wager = 1.00\nmax_hands_per_player = 2"), "hands_per_player_rule", "cite"),
+        (("wager = 1.00", "wager = 1.00\nseed = 1000.00"), "seed_rule", "cite"),
+        (("wager = 1.00", 'wager = 1.00\nseed = 0\nseed_rule = "r"'), "seed", "must be positive"),
+        (("wager = 1.00", "wager = 1.00\nmax_hands_per_player = 0"), "max_hands_per_player", ""),
     ],
 )
 def test_bad_paytables_name_file_key_and_reason(
@@ -231,3 +235,21 @@ def test_not_toml_and_wrong_file_name(tmp_path: Path) -> None:
 def test_unknown_paytable_lists_the_available_ones() -> None:
     with pytest.raises(PaytableError, match=r"unknown paytable 'nope'.*tcp-sd-1"):
         find_paytable("nope", PAYTABLES)
+
+
+def test_sd_three_card_poker_allows_two_hands_per_player_citing_the_rule() -> None:
+    for paytable_id in ("tcp-sd-1", "tcp-sd-2"):
+        t = find_paytable(paytable_id, PAYTABLES)
+        assert t.max_hands_per_player == 2
+        assert t.hands_per_player_rule.startswith("20:18:16:15.02(1)")
+        assert "up to two hands" in t.hands_per_player_rule
+    assert find_paytable("tcp-pa-5", PAYTABLES).max_hands_per_player is None
+
+
+def test_pmg_schedules_state_a_seed_that_follows_the_wager() -> None:
+    one, five = find_paytable("pmg-01", PAYTABLES), find_paytable("pmg-02", PAYTABLES)
+    assert (one.seed, five.seed) == (1000 * DOLLAR, 5000 * DOLLAR)
+    for t in (one, five):
+        assert "seed amounts adjust up or down" in t.seed_rule
+    for other in ("tcp-sd-1", "tcp-pa-5", "uth-01", "uth-02"):
+        assert find_paytable(other, PAYTABLES).seed is None

@@ -224,3 +224,38 @@ def test_sd_15_15_18_a_vi_a_royal_and_a_straight_flush_in_one_round() -> None:
         (2, "straight-flush", "meter", 10_000),
     ]
     assert meter(s.state) == 900 * DOLLAR
+
+
+def test_sd_15_02_1_each_player_may_play_up_to_two_hands() -> None:
+    """20:18:16:15.02(1): a `same` chain may not give one player a third spot."""
+    script = (
+        "bet 1\nbet 2\nbet 3\nbet 5\nlock\nsame 1 2\nsame 2 3\nsame 1 2 3\n"
+        "key 3 akq-suited\nreconcile"
+    )
+    s = sim(table("tcp-sd-1"), script)
+    assert [r["line"] for r in s.rejected] == [7, 8]
+    assert all("at most 2 hands" in r["reason"] and "15.02(1)" in r["reason"] for r in s.rejected)
+    envy = sorted((p[0], p[3]) for p in pays(s, 1) if p[2] == "envy")
+    assert envy == [(1, 2500), (2, 2500), (5, 2500)]  # seats 1 and 2 are not seat 3's player
+    # The PA rack card says nothing of it: no limit there.
+    pa = sim(table("tcp-pa-5"), "bet 1\nbet 2\nbet 3\nlock\nsame 1 2 3")
+    assert pa.rejected == []
+    assert pa.state.same_player == (frozenset({1, 2, 3}),)
+
+
+def test_sd_15_15_18_pmg_the_seed_adjusts_with_the_wager() -> None:
+    """PMG schedule: 'the envy and seed amounts adjust up or down ... with the wager amount'."""
+    script = "bet 1\nlock\nkey 1 royal-flush\nconfirm\nreconcile"
+    for paytable, wager, seed in (
+        ("pmg-01", None, 1000),
+        ("pmg-01", 2 * DOLLAR, 2000),
+        ("pmg-02", None, 5000),
+        ("pmg-02", 10 * DOLLAR, 10_000),
+        ("pmg-02", 3 * DOLLAR, 3000),
+    ):
+        s = sim(table(paytable, wager=wager), script)
+        assert pays(s, 1) == [(1, "royal-flush", "meter", seed * 100)], (paytable, wager)
+        assert meter(s.state) == seed * DOLLAR  # reset to the scaled seed
+    # Paytables that do not say so keep the configured seed whatever the wager.
+    s = sim(table("tcp-sd-1", wager=5 * DOLLAR), "bet 1\nlock\nkey 1 akq-spades\nconfirm")
+    assert meter(s.state) == 1000 * DOLLAR

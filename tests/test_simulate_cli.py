@@ -135,6 +135,8 @@ def test_text_output_is_a_readable_table(
         (["--paytable", "tcp-sd-1", "--meter-rate", "0.7", "--reserve-rate", "0.4"], "above 1"),
         (["--paytable", "tcp-sd-1", "--wager", "1.005"], "--wager: $1.005000 is finer than a cent"),
         (["--paytable", "tcp-sd-1", "--wager", "0.001"], "finer than a cent"),
+        (["--paytable", "pmg-02", "--seed", "1000"], "--seed: $1,000.00 differs from $5,000.00"),
+        (["--paytable", "pmg-01", "--wager", "2", "--seed", "1000"], "differs from $2,000.00"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(

@@ -190,7 +190,7 @@ def open_meters(params: TableParams, state: TableState, at: str = "") -> Accepte
     for meter in params.meters:
         if meter.id in state.opened:
             continue
-        units = meter.start_units
+        units = params.start_units(meter)
         events.append(
             MeterOpened(
                 at=at,
@@ -420,7 +420,7 @@ def _transfer(params: TableParams, state: TableState, cmd: TransferMeter) -> Dec
         return Rejected("a transfer needs two different meters", "bad-meter", state)
     if isinstance(cmd.units, bool) or not isinstance(cmd.units, int) or cmd.units <= 0:
         return Rejected("a transfer needs a positive amount", "bad-amount", state)
-    above_reset = state.balance(accounts.meter(cmd.from_meter)) - params.meter(cmd.from_meter).seed
+    above_reset = state.balance(accounts.meter(cmd.from_meter)) - params.reset_seed(cmd.from_meter)
     if cmd.units > above_reset:
         return Rejected(
             "only the amount above the reset value may be transferred "
@@ -595,7 +595,7 @@ def _award_events(
         reset_reserve = reset_seed = 0
         if rule.pay.percent == 1 and index == count - 1:
             reset_reserve = balances.get(accounts.reserve(meter_id), 0)
-            reset_seed = params.meter(meter_id).seed
+            reset_seed = params.reset_seed(meter_id)
             if reset_reserve:
                 postings += [
                     Posting(accounts.reserve(meter_id), -reset_reserve),
@@ -757,6 +757,15 @@ def _same_player(params: TableParams, state: TableState, cmd: SamePlayer) -> Dec
             group |= existing
     if any(group == g for g in state.same_player):
         return Accepted((), state)
+    most = params.paytable.max_hands_per_player
+    if most is not None and len(group) > most:
+        seats = ", ".join(str(s) for s in sorted(group))
+        return Rejected(
+            f"one player may play at most {most} hands ({params.paytable.hands_per_player_rule}); "
+            f"seats {seats} would be one player",
+            "too-many-hands",
+            state,
+        )
     return _accept(state, [SpotsJoined(at=cmd.at, round=state.round, seats=tuple(sorted(group)))])
 
 
