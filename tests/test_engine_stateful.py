@@ -21,6 +21,7 @@ from progressived.engine import (
     KeyHand,
     LinkedWagers,
     Lock,
+    Phase,
     Reconcile,
     Reject,
     SamePlayer,
@@ -198,6 +199,14 @@ class EngineMachine(RuleBasedStateMachine):
             assert self.state.balance(accounts.seed_funding(meter_id)) <= 0
         for account in (accounts.PAID_TRAY, accounts.PAID_ENVY, accounts.HOUSE_RETAINED):
             assert self.state.balance(account) >= 0
+
+    @invariant()
+    def between_rounds_no_award_is_left_unpaid(self) -> None:
+        """RECONCILE pays every confirmed (under split: approved) award; VOID reverses the rest."""
+        if self.state.phase is Phase.OPEN:
+            for meter_id in self.params.meter_ids:
+                assert self.state.balance(accounts.pending(meter_id)) == 0
+            assert self.state.approved == ()
 
     @invariant()
     def meter_awards_are_whole_cents(self) -> None:
