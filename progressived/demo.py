@@ -224,6 +224,10 @@ def _header(work: Path, keep: bool) -> str:
     return f"control socket {work / 'control.sock'}\nfiles {work} ({fate})"
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_demo(
     *,
     headless: bool,
@@ -237,6 +241,8 @@ def run_demo(
     A temporary directory is removed at exit unless ``keep``; a ``workdir`` is always kept.
     """
     keep = keep or workdir is not None
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM cleans up as Ctrl-C does
     work = workdir or Path(tempfile.mkdtemp(prefix="progressived-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     status = 1
@@ -257,7 +263,7 @@ def run_demo(
         finally:
             broker.stop()
     except KeyboardInterrupt:
-        print("\nstopped (Ctrl-C)", file=out)
+        print("\nstopped", file=out)
         status = 0 if not headless else 130
     finally:
         if keep:

@@ -54,13 +54,24 @@ class Screen:
         self.out = out
         self.tty = is_terminal(out) if tty is None else tty
         self.header = header
-        self.footer = footer
+        self._footer = footer
         self.size = size
         self._sign = ""
         self._drawn_sign = ""
         self._console: deque[str] = deque(maxlen=200)
         self._unwritten: list[str] = []
         self._dirty = False
+
+    @property
+    def footer(self) -> str:
+        """The last lines on a terminal (e.g. a prompt); setting it redraws."""
+        return self._footer
+
+    @footer.setter
+    def footer(self, text: str) -> None:
+        if text != self._footer:
+            self._footer = text
+            self._dirty = True
 
     def sign(self, frame: str) -> None:
         """The sign now shows ``frame``."""
@@ -97,7 +108,7 @@ class Screen:
         width, height = self.size()
         width = max(width, 20)
         top = (f"{self.header}\n\n" if self.header else "") + self._sign + "\n"
-        room = height - _rows(f"{top}\n{self.footer}", width)
+        room = height - _rows(f"{top}\n{self._footer}", width)
         shown: list[str] = []
         for line in reversed(self._console):
             room -= _rows(line, width)
@@ -105,4 +116,4 @@ class Screen:
                 break
             shown.append(line)
         console = "".join(f"{line}\n" for line in reversed(shown))
-        return f"{top}\n{console}{self.footer}"
+        return f"{top}\n{console}{self._footer}"

@@ -140,3 +140,13 @@ def test_screen_elsewhere_appends_plain_frames_without_escapes() -> None:
 
 def test_screen_is_plain_when_output_is_not_a_terminal() -> None:
     assert not Screen(io.StringIO()).tty
+
+
+def test_screen_redraws_when_the_prompt_appears() -> None:
+    out = io.StringIO()
+    screen = Screen(out, tty=True, size=lambda: os.terminal_size((80, 24)))
+    screen.sign("main $1.00")
+    screen.draw()
+    screen.footer = "type board commands\n> "
+    assert screen.draw()
+    assert out.getvalue().endswith("type board commands\n> ")
