@@ -275,6 +275,11 @@ def run_demo(
     return status
 
 
+def _join(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(timeout=5)
+
+
 def _play(
     work: Path,
     config: Path,
@@ -291,11 +296,14 @@ def _play(
     sim_cmd = [*_progressivectl(), "simulate-board", "--link", str(link), "--seats", "7"]
     sim_cmd += ["--heartbeat", "0.5"]
     pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
-    with (
-        (work / "board.log").open("w") as sim_log,
-        (work / "daemon.log").open("w") as daemon_log,
-        _process(sim_cmd, stdin=subprocess.PIPE, **pipes) as sim,
-    ):
+    threads: list[threading.Thread] = []
+    with contextlib.ExitStack() as stack:
+        sim_log = stack.enter_context((work / "board.log").open("w"))
+        daemon_log = stack.enter_context((work / "daemon.log").open("w"))
+        # Unwound in reverse: the processes stop, their last lines reach the logs, then the
+        # logs close.
+        stack.callback(_join, threads)
+        sim = stack.enter_context(_process(sim_cmd, stdin=subprocess.PIPE, **pipes))
         assert sim.stdin is not None
         assert sim.stdout is not None
         assert sim.stderr is not None
@@ -307,12 +315,12 @@ def _play(
                 return None
             return f"board: {line}"
 
-        tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock)
+        threads.append(tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock))
 
         def board_error(line: str) -> str:
             return f"board error: {line.removeprefix('stdin: ')}"
 
-        tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock)
+        threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
         _wait_for(link.exists, 20, "the board simulator's pty")
         with _process(
             [*_progressived(), "run", "--config", str(config)],
@@ -321,7 +329,9 @@ def _play(
             bufsize=1,
         ) as daemon:
             assert daemon.stdout is not None
-            tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            threads.append(
+                tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            )
             view = SignView("progressive", "main")
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
@@ -337,8 +347,11 @@ def _play(
 
             def type_line(line: str) -> None:
                 assert sim.stdin is not None
-                sim.stdin.write(line.rstrip("\n") + "\n")
-                sim.stdin.flush()
+                try:
+                    sim.stdin.write(line.rstrip("\n") + "\n")
+                    sim.stdin.flush()
+                except (BrokenPipeError, ValueError):  # after `quit`: the simulator is gone
+                    said.put("board error: the board simulator has stopped; Ctrl-C ends the demo")
 
             def online() -> bool:
                 pump(0.1)

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import aiomqtt
 
+from progressived.sign_screen import redraw
+
 _FONT: dict[str, tuple[str, ...]] = {
     "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
     "1": ("  #  ", " ##  ", "  #  ", "  #  ", " ### "),
@@ -170,7 +172,7 @@ async def run_sign(
                     if plain:
                         out.write(view.plain() + "\n")
                     else:
-                        out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+                        out.write(redraw(view.render(), out))
                     out.flush()
                     if count is not None and updates >= count:
                         return 0
@@ -181,6 +183,6 @@ async def run_sign(
             if plain:
                 out.write(f"{meter_id} broker unreachable\n")
             else:
-                out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+                out.write(redraw(view.render(), out))
             out.flush()
             await asyncio.sleep(reconnect_s)

@@ -27,6 +27,11 @@ def is_terminal(out: TextIO) -> bool:
         return False
 
 
+def redraw(frame: str, out: TextIO) -> str:
+    """``frame`` to write to ``out``: drawn over the last one on a terminal, appended elsewhere."""
+    return (HOME_CLEAR if is_terminal(out) else "") + frame + "\n"
+
+
 def _rows(text: str, width: int) -> int:
     """Terminal rows ``text`` takes when lines wrap at ``width`` columns."""
     return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))

@@ -11,7 +11,7 @@ import aiomqtt
 
 from progressived.broker import Mosquitto
 from progressived.sign import SignView, big, run_sign
-from progressived.sign_screen import HOME_CLEAR, Screen
+from progressived.sign_screen import HOME_CLEAR, Screen, redraw
 
 
 def msg(**data: object) -> bytes:
@@ -150,3 +150,29 @@ def test_screen_redraws_when_the_prompt_appears() -> None:
     screen.footer = "type board commands\n> "
     assert screen.draw()
     assert out.getvalue().endswith("type board commands\n> ")
+
+
+async def test_sign_not_on_a_terminal_appends_frames_without_escapes(mosquitto: Mosquitto) -> None:
+    out = io.StringIO()  # not a terminal, e.g. `progressivectl sign > sign.log`
+    sign = asyncio.create_task(
+        run_sign(mosquitto.host, mosquitto.port, "progressive", "main", out=out, count=2)
+    )
+    await asyncio.sleep(0.5)
+    async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
+        for seq, display in ((1, "$1,500.00"), (2, "$1,500.25")):
+            payload = msg(display=display, state="open", seq=seq)
+            await client.publish("progressive/meter/main", payload, qos=1)
+    assert await asyncio.wait_for(sign, 10) == 0
+    text = out.getvalue()
+    assert "\x1b" not in text
+    assert text.count("progressive main") == 2  # both frames, one after the other
+    assert text.index(big("$1,500.00")) < text.index(big("$1,500.25"))
+
+
+def test_redraw_draws_over_the_last_frame_only_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert redraw("frame", Terminal()) == HOME_CLEAR + "frame\n"
+    assert redraw("frame", io.StringIO()) == "frame\n"
