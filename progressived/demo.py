@@ -202,7 +202,7 @@ async def _watch(
 
 def _banner(work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep: bool) -> str:
     config, socket = work / "progressived.toml", work / "control.sock"
-    fate = "kept at exit" if keep else "removed at exit (--keep or --workdir keeps them)"
+    fate = "kept at exit" if keep else "removed at exit; --keep keeps them"
     return "\n".join(
         [
             f"broker      mqtt://{broker.host}:{broker.port}  (prefix progressive)",
@@ -241,8 +241,9 @@ def run_demo(
     A temporary directory is removed at exit unless ``keep``; a ``workdir`` is always kept.
     """
     keep = keep or workdir is not None
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM cleans up as Ctrl-C does
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    if on_main_thread:  # a SIGTERM cleans up as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     work = workdir or Path(tempfile.mkdtemp(prefix="progressived-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     status = 1
@@ -266,6 +267,8 @@ def run_demo(
         print("\nstopped", file=out)
         status = 0 if not headless else 130
     finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
         if keep:
             print(f"kept the demo's files in {work}", file=out, flush=True)
         else:
