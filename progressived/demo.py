@@ -3,9 +3,14 @@
 It starts, each as its own process as on a real table: an MQTT broker on a free loopback
 port (the system's Mosquitto, or the embedded amqtt broker from the ``broker`` extra), the
 board simulator on a pseudo-terminal (``progressivectl simulate-board``), the daemon
-(``progressived run``), and a terminal sign. It plays scripted rounds — a tray pay, a 100%
-jackpot confirmed by the supervisor with envy, a second envy hand — then either exits
-(``--headless``) or forwards what you type to the board simulator until Ctrl-C.
+(``progressived run``), and a sign subscribed to the broker. It plays scripted rounds
+(progressived/demo_script.py) — a tray pay, a 100% jackpot confirmed by the supervisor with
+envy, a second envy hand, a keying mistake turned off — narrating each event, then either
+exits (``--headless``) or forwards what you type to the board simulator until Ctrl-C or the
+end of input, showing the simulator's answers and errors and the daemon's refusals and
+warnings (they also go to board.log and daemon.log). On a terminal the screen is redrawn in
+place; otherwise it is appended as plain text. The start banner names the control socket and
+the working directory; at exit it says whether that directory was removed.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import aiomqtt
 
@@ -35,55 +40,12 @@ from progressived.broker import (
     free_port,
     wait_for_port,
 )
+from progressived.demo_console import daemon_problem, narrate, tee_lines
+from progressived.demo_script import ROUNDS, await_reconciled, forward_typing, play_script
 from progressived.sign import SignView
+from progressived.sign_screen import Screen, is_terminal
 
 TABLE = "demo-1"
-
-# Default keypad codes (config/keypad.example.toml): tcp-sd-1 hands are H1 akq-spades,
-# H2 akq-suited, H3 straight-flush, H4 three-of-a-kind, H5 straight.
-ROUNDS: list[list[str]] = [
-    [  # a straight from the tray; the AKQ of spades takes the meter; envy to seats 1 and 5
-        "bet 1",
-        "bet 3",
-        "bet 5",
-        "key LOCK",
-        "unbet 1",
-        "unbet 3",
-        "unbet 5",
-        "key S5",
-        "key H5",
-        "key S3",
-        "key H1",
-        "supervisor on",
-        "key OK",
-        "supervisor off",
-        "key RECON",
-    ],
-    [  # AKQ of hearts at seat 2 from the tray, envy $25 to seats 4 and 6
-        "bet 2",
-        "bet 4",
-        "bet 6",
-        "key LOCK",
-        "unbet 2",
-        "unbet 4",
-        "unbet 6",
-        "key S2",
-        "key H2",
-        "key RECON",
-    ],
-    [  # a keying mistake turned off with a second press; three of a kind
-        "bet 7",
-        "key LOCK",
-        "unbet 7",
-        "key S7",
-        "key H3",
-        "key S7",
-        "key H3",
-        "key S7",
-        "key H4",
-        "key RECON",
-    ],
-]
 
 
 def _progressivectl() -> list[str]:
@@ -207,9 +169,14 @@ def _wait_for(predicate: Any, timeout: float, what: str) -> None:
 
 
 async def _watch(
-    host: str, port: int, view: SignView, events: list[dict[str, Any]], out: IO[str], plain: bool
+    host: str,
+    port: int,
+    view: SignView,
+    events: list[dict[str, Any]],
+    screen: Screen,
+    plain: bool,
 ) -> None:
-    last = ""
+    """Subscribe as a sign does: the sign frame and, in words, each table event."""
     async with aiomqtt.Client(host, port) as client:
         await client.subscribe("progressive/#", qos=1)
         async for message in client.messages:
@@ -217,144 +184,196 @@ async def _watch(
             if not isinstance(payload, (bytes, bytearray)):
                 continue
             topic = str(message.topic)
+            event: dict[str, Any] | None = None
             if topic.endswith("/event"):
                 with contextlib.suppress(ValueError):
-                    events.append(json.loads(payload))
+                    loaded = json.loads(payload)
+                    event = loaded if isinstance(loaded, dict) else None
+            if event is not None:
+                if any(e.get("seq") == event.get("seq") for e in events[-50:]):
+                    continue  # the same event delivered again after a reconnect
+                events.append(event)
             if view.apply(topic, bytes(payload)):
-                shown = view.plain() if plain else view.render()
-                if shown != last:
-                    out.write(shown + "\n")
-                    out.flush()
-                    last = shown
+                screen.sign(view.plain() if plain else view.render())
+            said = narrate(event) if event is not None else None
+            if said:
+                screen.say(said)
+
+
+def _banner(work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep: bool) -> str:
+    config, socket = work / "progressived.toml", work / "control.sock"
+    fate = "kept at exit" if keep else "removed at exit; --keep keeps them"
+    return "\n".join(
+        [
+            f"broker      mqtt://{broker.host}:{broker.port}  (prefix progressive)",
+            f"board       pty at {work / 'board'}  (progressivectl simulate-board)",
+            f"daemon      progressived run --config {config}",
+            f"control     {socket}  (progressivectl status --socket {socket})",
+            f"files       {work}: progressived.toml, ledger.db, daemon.log, board.log ({fate})",
+            f"ledger      {work / 'ledger.db'}",
+            f"metrics     http://127.0.0.1:{metrics_port}/metrics",
+            f"logs        {work / 'daemon.log'}, {work / 'board.log'}",
+            f"sign        progressivectl sign --port {broker.port}",
+        ]
+    )
+
+
+def _header(work: Path, keep: bool) -> str:
+    """The banner's two lines that matter most, kept at the top of a redrawn screen."""
+    fate = "kept" if keep else "removed at exit"
+    return f"control socket {work / 'control.sock'}\nfiles {work} ({fate})"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_demo(
-    *, headless: bool, rounds: int, workdir: Path | None = None, out: IO[str] = sys.stdout
+    *,
+    headless: bool,
+    rounds: int,
+    workdir: Path | None = None,
+    keep: bool = False,
+    out: TextIO = sys.stdout,
 ) -> int:
+    """Start everything, play the scripted rounds, then (unless headless) forward typing.
+
+    A temporary directory is removed at exit unless ``keep``; a ``workdir`` is always kept.
+    """
+    keep = keep or workdir is not None
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    if on_main_thread:  # a SIGTERM cleans up as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     work = workdir or Path(tempfile.mkdtemp(prefix="progressived-demo-"))
     work.mkdir(parents=True, exist_ok=True)
-    link = work / "board"
-    try:
-        broker = start_broker(work)
-    except BrokerUnavailable as exc:
-        print(f"progressived demo: {exc}", file=sys.stderr)
-        return 2
-    metrics_port = free_port()
-    config = write_config(work, broker.port, link, metrics_port)
-    print(f"broker      mqtt://{broker.host}:{broker.port}  (prefix progressive)", file=out)
-    print(f"board       pty at {link}  (progressivectl simulate-board)", file=out)
-    print(f"daemon      progressived run --config {config}", file=out)
-    print(f"ledger      {work / 'ledger.db'}", file=out)
-    print(f"metrics     http://127.0.0.1:{metrics_port}/metrics", file=out)
-    print(f"logs        {work / 'daemon.log'}", file=out)
-    print(f"sign        progressivectl sign --port {broker.port}", file=out)
-    out.flush()
     status = 1
     try:
-        status = _play(work, link, config, broker.host, broker.port, headless, rounds, out)
+        try:
+            broker = start_broker(work)
+        except BrokerUnavailable as exc:
+            print(f"progressived demo: {exc}", file=sys.stderr)
+            return 2
+        try:
+            metrics_port = free_port()
+            config = write_config(work, broker.port, work / "board", metrics_port)
+            banner = _banner(work, broker, metrics_port, keep)
+            print(banner, file=out, flush=True)
+            tty = not headless and is_terminal(out)
+            screen = Screen(out, tty=tty, header=_header(work, keep))
+            status = _play(work, config, broker.host, broker.port, headless, rounds, screen)
+        finally:
+            broker.stop()
+    except KeyboardInterrupt:
+        print("\nstopped", file=out)
+        status = 0 if not headless else 130
     finally:
-        broker.stop()
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        if keep:
+            print(f"kept the demo's files in {work}", file=out, flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+            gone = "removed" if not work.exists() else "could not remove"
+            print(f"{gone} the demo's files in {work}", file=out, flush=True)
     return status
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(timeout=5)
 
 
 def _play(
     work: Path,
-    link: Path,
     config: Path,
     host: str,
     port: int,
     headless: bool,
     rounds: int,
-    out: IO[str],
+    screen: Screen,
 ) -> int:
-    sim_log = (work / "board.log").open("w")
-    daemon_log = (work / "daemon.log").open("w")
-    sim_cmd = [
-        *_progressivectl(),
-        "simulate-board",
-        "--link",
-        str(link),
-        "--seats",
-        "7",
-        "--heartbeat",
-        "0.5",
-    ]
-    with _process(sim_cmd, stdin=subprocess.PIPE, stdout=sim_log, stderr=subprocess.STDOUT) as sim:
+    said: queue.Queue[str] = queue.Queue()  # lines from the output threads, drawn by this one
+    interactive = threading.Event()
+    log_lock = threading.Lock()
+    link = work / "board"
+    sim_cmd = [*_progressivectl(), "simulate-board", "--link", str(link), "--seats", "7"]
+    sim_cmd += ["--heartbeat", "0.5"]
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
+    threads: list[threading.Thread] = []
+    with contextlib.ExitStack() as stack:
+        sim_log = stack.enter_context((work / "board.log").open("w"))
+        daemon_log = stack.enter_context((work / "daemon.log").open("w"))
+        # Unwound in reverse: the processes stop, their last lines reach the logs, then the
+        # logs close.
+        stack.callback(_join, threads)
+        sim = stack.enter_context(_process(sim_cmd, stdin=subprocess.PIPE, **pipes))
+        assert sim.stdin is not None
+        assert sim.stdout is not None
+        assert sim.stderr is not None
+
+        def board_answer(line: str) -> str | None:
+            # The lights change with every bet and key; during the script they would crowd
+            # out the narration, so they are shown once someone is typing.
+            if line.startswith("lights") and not interactive.is_set():
+                return None
+            return f"board: {line}"
+
+        threads.append(tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock))
+
+        def board_error(line: str) -> str:
+            return f"board error: {line.removeprefix('stdin: ')}"
+
+        threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
         _wait_for(link.exists, 20, "the board simulator's pty")
         with _process(
             [*_progressived(), "run", "--config", str(config)],
-            stdout=daemon_log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            bufsize=1,
         ) as daemon:
+            assert daemon.stdout is not None
+            threads.append(
+                tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            )
             view = SignView("progressive", "main")
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
-            watcher = loop.create_task(_watch(host, port, view, events, out, plain=headless))
+            watcher = loop.create_task(_watch(host, port, view, events, screen, plain=headless))
 
             def pump(seconds: float) -> None:
                 loop.run_until_complete(asyncio.sleep(seconds))
                 if watcher.done() and watcher.exception():
                     raise RuntimeError(f"sign subscriber failed: {watcher.exception()}")
+                while not said.empty():
+                    screen.say(said.get_nowait())
+                screen.draw()
+
+            def type_line(line: str) -> None:
+                assert sim.stdin is not None
+                try:
+                    sim.stdin.write(line.rstrip("\n") + "\n")
+                    sim.stdin.flush()
+                except (BrokenPipeError, ValueError):  # after `quit`: the simulator is gone
+                    said.put("board error: the board simulator has stopped; Ctrl-C ends the demo")
 
             def online() -> bool:
                 pump(0.1)
                 return any(e.get("kind") == "board_online" for e in events)
 
-            _wait_for(online, 30, "the daemon to see the board")
-            assert sim.stdin is not None
-            played = 0
-            for index in range(rounds if headless else len(ROUNDS)):
-                for line in ROUNDS[index % len(ROUNDS)]:
-                    sim.stdin.write(line + "\n")
-                    sim.stdin.flush()
-                    pump(0.15)
-                played += 1
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                pump(0.2)
-                done = sum(1 for e in events if e.get("kind") == "round_reconciled")
-                if done >= played:
-                    break
-            reconciled = [e for e in events if e.get("kind") == "round_reconciled"]
-            print(
-                f"rounds reconciled: {len(reconciled)} of {played}; meter {view.display}", file=out
-            )
-            if headless:
+            try:
+                _wait_for(online, 30, "the daemon to see the board")
+                count = rounds if headless else len(ROUNDS)
+                played = play_script(count, type_line, pump, screen)
+                reconciled = await_reconciled(events, played, pump)
+                screen.say(f"rounds reconciled: {reconciled} of {played}; meter {view.display}")
+                pump(0)
+                if headless:
+                    return 0 if reconciled >= played and daemon.poll() is None else 1
+                interactive.set()
+                forward_typing(type_line, pump, screen)
+                return 0
+            finally:
                 watcher.cancel()
                 with contextlib.suppress(BaseException):
                     loop.run_until_complete(watcher)
                 loop.close()
-                ok = len(reconciled) >= played and daemon.poll() is None
-                return 0 if ok else 1
-            print(
-                "interactive: type simulator commands (bet 3, key LOCK, key S3, key H1, "
-                "supervisor on, key OK, key RECON, unplug, replug, ...); Ctrl-C to stop",
-                file=out,
-            )
-            out.flush()
-            lines: queue.Queue[str] = queue.Queue()
-
-            def read_stdin() -> None:
-                for typed in sys.stdin:
-                    lines.put(typed)
-                lines.put("")  # end of input
-
-            threading.Thread(target=read_stdin, name="stdin", daemon=True).start()
-            try:
-                while True:
-                    pump(0.1)
-                    try:
-                        line = lines.get_nowait()
-                    except queue.Empty:
-                        continue
-                    if not line:
-                        break
-                    sim.stdin.write(line)
-                    sim.stdin.flush()
-            except KeyboardInterrupt:
-                print("\nstopping...", file=out)
-            watcher.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(watcher)
-            loop.close()
-            return 0

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import aiomqtt
 
+from progressived.sign_screen import redraw
+
 _FONT: dict[str, tuple[str, ...]] = {
     "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
     "1": ("  #  ", " ##  ", "  #  ", "  #  ", " ### "),
@@ -45,7 +47,11 @@ def big(text: str) -> str:
 
 @dataclass
 class SignView:
-    """What one sign shows for one meter, updated from MQTT messages."""
+    """What one sign shows for one meter, updated from MQTT messages.
+
+    A winner banner stays 30 s, or until the winning table locks its next round, so a sign
+    never announces the last round's winner during the next one.
+    """
 
     prefix: str
     meter_id: str
@@ -55,6 +61,7 @@ class SignView:
     tables: dict[str, str] = field(default_factory=dict)
     banner: str = ""
     banner_until: float = 0.0
+    banner_table: str = ""
     seen_events: set[tuple[str, int]] = field(default_factory=set)
 
     def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
@@ -84,6 +91,9 @@ class SignView:
                 return False  # a repeat after a reconnect: same ledger seq
             self.seen_events.add(key)
             kind = data.get("kind")
+            if kind == "round_locked" and self.banner and data.get("table") == self.banner_table:
+                self.banner, self.banner_until = "", 0.0  # that table's next round has begun
+                return True
             if kind in ("award_keyed", "award_confirmed") and data.get("meter") == self.meter_id:
                 amount = (
                     f"${int(data.get('cents', 0)) // 100:,}.{int(data.get('cents', 0)) % 100:02d}"
@@ -93,11 +103,11 @@ class SignView:
                     f"*** {verb}: table {data.get('table')} seat {data.get('seat')} "
                     f"{data.get('hand')} {amount} ***"
                 )
-                self.banner_until = now + 30.0
+                self.banner_until, self.banner_table = now + 30.0, str(data.get("table"))
                 return True
             if kind == "award_rejected" and data.get("meter") == self.meter_id:
                 self.banner = f"award at table {data.get('table')} seat {data.get('seat')} rejected"
-                self.banner_until = now + 10.0
+                self.banner_until, self.banner_table = now + 10.0, str(data.get("table"))
                 return True
         return False
 
@@ -162,7 +172,7 @@ async def run_sign(
                     if plain:
                         out.write(view.plain() + "\n")
                     else:
-                        out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+                        out.write(redraw(view.render(), out))
                     out.flush()
                     if count is not None and updates >= count:
                         return 0
@@ -173,6 +183,6 @@ async def run_sign(
             if plain:
                 out.write(f"{meter_id} broker unreachable\n")
             else:
-                out.write("\x1b[2J\x1b[H" + view.render() + "\n")
+                out.write(redraw(view.render(), out))
             out.flush()
             await asyncio.sleep(reconnect_s)

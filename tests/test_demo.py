@@ -1,25 +1,28 @@
-"""``progressived demo --headless``: the README's run command, end to end."""
+"""``progressived demo``: the README's run command, end to end, headless, typed at, and on a tty."""
 
 from __future__ import annotations
 
+import json
+import os
+import pty
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+from progressived.demo_console import daemon_problem, narrate
+from progressived.sign_screen import HOME_CLEAR
+
+DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
+CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
 def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "progressived.cli.daemon",
-            "demo",
-            "--headless",
-            "--rounds",
-            "3",
-            "--workdir",
-            str(tmp_path),
-        ],
+        [*DEMO, "--headless", "--rounds", "3", "--workdir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=180,
@@ -27,20 +30,142 @@ def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "broker      mqtt://127.0.0.1:" in out
+    assert f"control     {tmp_path / 'control.sock'}  (progressivectl status --socket" in out
+    assert f"files       {tmp_path}: progressived.toml, ledger.db" in out
     assert "WINNER: table demo-1 seat 3 akq-spades $1,000.45" in out
     assert "rounds reconciled: 3 of 3" in out
+    # What the README promises, said on screen as it happens.
+    assert "ENVY bonus: seat 5 gets $100.00 because seat 3 hit akq-spades" in out
+    assert "ENVY bonus: seat 4 gets $25.00 because seat 2 hit akq-suited" in out
+    assert "seat 7 straight-flush turned off: a keying mistake undone" in out
+    # The winner banner is gone once round 2 is locked.
+    after = out[out.index("round 2: LOCK") :]
+    assert "WINNER" not in after and "PAID" not in after
+    assert f"kept the demo's files in {tmp_path}" in out
+    assert "\x1b" not in out  # not a terminal: no escapes
     verify = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "progressived.cli.ctl",
-            "ledger",
-            "verify",
-            "--db",
-            str(tmp_path / "ledger.db"),
-        ],
+        [*CTL, "ledger", "verify", "--db", str(tmp_path / "ledger.db")],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def _removed_dir(out: str) -> Path:
+    found = re.search(r"removed the demo's files in (\S+)", out)
+    assert found, out
+    return Path(found.group(1))
+
+
+def test_typed_commands_show_their_answers_and_errors(tmp_path: Path) -> None:
+    typed = "status\nbet 9\nfrobnicate\nbet 3\nkey LOCK\nkey H1\n"
+    proc = subprocess.run(
+        DEMO,
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    typing = out[out.index("type board commands") :]
+    assert "> status\nboard: board SIM-1 boot " in typing  # the simulator's answer
+    assert "> bet 9\nboard error: seat 9 outside 1..7" in typing  # its error
+    assert "board error: unknown command 'frobnicate' (try: help)" in typing
+    assert "board: lights 1=idle 2=idle 3=bet" in typing  # the board's lights after bet 3
+    assert "round 4: LOCK - wagers on seats 3" in typing  # the daemon's event
+    assert "daemon refused key H1: REFUSED: press a seat before the hand" in typing
+    assert "\x1b" not in out
+    work = _removed_dir(out)
+    assert work.parent == tmp_path and not work.exists()
+    assert f"control     {work / 'control.sock'}" in out
+
+
+def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
+    master, slave = pty.openpty()
+    env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100", "LINES": "30"}
+    proc = subprocess.Popen(DEMO, stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return  # EIO: the demo closed the terminal
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+
+    def seen() -> str:
+        return b"".join(chunks).decode(errors="replace")
+
+    deadline = time.monotonic() + 120
+    while "type board commands" not in seen() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.write(master, b"bet 9\n")
+    time.sleep(1.5)
+    os.write(master, b"\x04")  # Ctrl-D: end of input
+    assert proc.wait(timeout=60) == 0, seen()
+    reader.join(timeout=5)
+    os.close(master)
+    out = seen()
+    frames = out.split(HOME_CLEAR)
+    assert len(frames) > 10  # redrawn, not scrolled
+    answered = next(f for f in frames if "board error: seat 9 outside 1..7" in f)
+    work = _removed_dir(out)
+    assert answered.startswith(f"control socket {work / 'control.sock'}\r\nfiles {work}")
+    assert "progressive main" in answered and "> bet 9" in answered
+    assert answered.endswith("Ctrl-C stops\r\n> ")  # the prompt, where the cursor waits
+    assert answered.count("\n") <= 29  # the whole frame fits the terminal's 30 rows
+    assert not work.exists()
+
+
+def test_narration_names_envy_and_a_keying_mistake() -> None:
+    envy = {"kind": "envy", "seat": 5, "from_seat": 3, "hand": "akq-spades", "cents": 10000}
+    assert narrate(envy) == "ENVY bonus: seat 5 gets $100.00 because seat 3 hit akq-spades"
+    off = {"kind": "hand_unkeyed", "seat": 7, "hand": "straight-flush", "cents": 0}
+    assert "seat 7 straight-flush turned off: a keying mistake undone" in str(narrate(off))
+    assert narrate({"kind": "daemon_started"}) is None
+
+
+def test_daemon_warnings_reach_the_screen_and_info_does_not() -> None:
+    warning = {"event": "board connect failed", "level": "warning", "error": "no such file"}
+    assert daemon_problem("<4>" + json.dumps(warning)) == (
+        "daemon warning: board connect failed (error=no such file)"
+    )
+    assert daemon_problem(json.dumps({"event": "round locked", "level": "info"})) is None
+    refused = {"event": "key sequence refused", "level": "warning"}  # shown from its event
+    assert daemon_problem(json.dumps(refused)) is None
+    assert daemon_problem("not json at all") is None
+
+
+def test_sigterm_stops_the_demo_cleanly_and_says_its_files_are_removed(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        DEMO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("-- scripted round 1"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest, err = proc.communicate(timeout=60)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0, out + err
+    assert "Traceback" not in err
+    assert "stopped" in rest
+    work = _removed_dir(out)
+    assert not work.exists()

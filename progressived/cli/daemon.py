@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--headless", action="store_true", help="play the script, print, exit 0")
     demo.add_argument("--rounds", type=int, default=3, help="rounds to play (headless)")
     demo.add_argument("--workdir", type=Path, help="where the demo keeps its ledger and config")
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the temporary directory (--workdir is kept)"
+    )
     return parser
 
 
@@ -75,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
 
-        return run_demo(headless=args.headless, rounds=args.rounds, workdir=args.workdir)
+        return run_demo(
+            headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
+        )
     return 2
 
 
