@@ -39,6 +39,16 @@ quit                      stop the simulator
 
 LIGHT_OF_CODE = {code: Light[code.name] for code in p.LightCode}
 
+#: Deliberate protocol violations, for testing conformance tools (``faults=``). Never use
+#: them to stand in for a board: the simulator without faults follows docs/protocol.md.
+SIM_FAULTS = {
+    "lenient": "accepts controller frames before the first C_HELLO since boot",
+    "no_hello_reply": "does not answer a C_HELLO with HELLO",
+    "ack_stale": "acknowledges duplicate and older LIGHTS instead of dropping them",
+    "no_key_retransmit": "sends each key press once, never again",
+    "bad_crc": "sends its heartbeats with a wrong CRC",
+}
+
 
 def format_lights(lights: dict[int, Light]) -> str:
     return "lights " + " ".join(f"{seat}={lights[seat].value}" for seat in sorted(lights))
@@ -60,9 +70,13 @@ class BoardSimulator:
         heartbeat_interval_s: float = 1.0,
         state_every: int = 5,
         on_output: Callable[[str], None] | None = None,
+        faults: Iterable[str] = (),
     ) -> None:
         if not 1 <= seats <= p.MAX_SEATS:
             raise ValueError(f"seats must be 1..{p.MAX_SEATS}")
+        self.faults = frozenset(faults)
+        if unknown := self.faults - SIM_FAULTS.keys():
+            raise ValueError(f"unknown simulator faults: {', '.join(sorted(unknown))}")
         self.board_id = board_id
         self.seats = seats
         self.link = Path(link) if link is not None else None
@@ -82,6 +96,8 @@ class BoardSimulator:
             "controller_hellos": 0,
             "stale_frames": 0,
             "bad_payload": 0,
+            "wrong_direction": 0,
+            "unexpected": 0,
         }
         self._lights: dict[int, Light] = dict.fromkeys(range(1, seats + 1), Light.CLOSED)
         self._master: int | None = None
@@ -240,6 +256,8 @@ class BoardSimulator:
         self.send(p.State(self.seats, frozenset(self.present), self.supervisor_on))
 
     def _send_pending(self) -> None:
+        if "no_key_retransmit" in self.faults:
+            return
         for key_seq, code in self.pending:
             self.send(p.Key(key_seq, code))
 
@@ -250,7 +268,12 @@ class BoardSimulator:
             if not self.plugged or self.frozen:
                 continue
             count += 1
-            self.send(p.Heartbeat())
+            if "bad_crc" in self.faults:
+                beat = bytearray(self.frame(p.Heartbeat()))
+                beat[-2] ^= 0x01 if beat[-2] != 0x01 else 0x03  # a CRC byte, never a zero
+                self.send_raw(bytes(beat))
+            else:
+                self.send(p.Heartbeat())
             if count % self.state_every == 0:
                 self._send_state()
             self._send_pending()
@@ -290,8 +313,9 @@ class BoardSimulator:
             self._on_frame(frame)
 
     def _on_frame(self, frame: p.Frame) -> None:
+        """The board's receive rules, exactly as docs/protocol.md states them."""
         if not frame.type & p.CONTROLLER_BIT:
-            self.counters["bad_payload"] += 1
+            self.counters["wrong_direction"] += 1  # our own frame echoed
             return
         try:
             msg = p.decode_message(frame)
@@ -300,13 +324,18 @@ class BoardSimulator:
             return
         if isinstance(msg, p.ControllerHello):
             self.counters["controller_hellos"] += 1
-            self._rx_seq = frame.seq
+            self._rx_seq = frame.seq  # a hello resets the expectation, whatever its seq
             self.heartbeat_interval_s = msg.heartbeat_ms / 1000
             self._controller_alive()
-            self._hello()
-            self._send_pending()
+            if "no_hello_reply" not in self.faults:
+                self._hello()
+                self._send_pending()
             return
-        if self._rx_seq is not None and p.seq_diff(frame.seq, self._rx_seq) <= 0:
+        if self._rx_seq is None:
+            if "lenient" not in self.faults:
+                self.counters["unexpected"] += 1  # nothing but a hello before the first hello
+                return
+        elif p.seq_diff(frame.seq, self._rx_seq) <= 0 and "ack_stale" not in self.faults:
             self.counters["stale_frames"] += 1
             return
         self._rx_seq = frame.seq

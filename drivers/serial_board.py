@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -18,7 +19,6 @@ from typing import Any
 import serial
 import serial_asyncio_fast
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
 from drivers.base import (
@@ -29,8 +29,11 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
-from progressived.config import ConfigError, format_validation_error
+from drivers.board_settings import BoardSettings, board_settings_from_config
+from drivers.wire_log import WireErrorLog
 from progressived.engine.state import Light
+
+__all__ = ["BoardSettings", "SerialBoardDriver", "board_settings_from_config", "light_codes"]
 
 log = structlog.get_logger(__name__)
 
@@ -60,36 +63,17 @@ DRIVER_COUNTERS = (
     "lights_sent",
     "lights_acked",
     "internal_errors",  # a bug caught (logged) instead of crashing the driver
+    "controller_hellos",  # C_HELLO frames sent
+    "resync_hellos",  # C_HELLO sent because the board stopped acknowledging lights
+    "wire_errors_logged",  # wire errors written to the log (the rest: rate-limited)
+    "wire_errors_suppressed",  # wire errors only counted because of the rate limit
 )
 
-
-class BoardSettings(BaseModel):
-    """The ``[board]`` section of the controller configuration."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    port: str = Field(min_length=1)
-    baudrate: int = Field(default=115200, gt=0)
-    heartbeat_interval_s: float = Field(default=1.0, ge=0.01, le=60.0)
-    missed_heartbeats: int = Field(default=3, ge=1, le=100)
-    reconnect_initial_s: float = Field(default=0.5, gt=0, le=60.0)
-    reconnect_max_s: float = Field(default=10.0, gt=0, le=600.0)
-    seats: int | None = Field(default=None, ge=1, le=p.MAX_SEATS)
-    exclusive: bool = True  # flock the port: a second process cannot open it too
-
-
-class _BoardSection(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    board: BoardSettings
-
-
-def board_settings_from_config(data: Mapping[str, Any], source: str = "<memory>") -> BoardSettings:
-    """The ``[board]`` section of a configuration mapping; ConfigError names file and key."""
-    try:
-        return _BoardSection.model_validate(dict(data)).board
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+#: Wire errors logged at warning level per window (docs/protocol.md, "Wire errors").
+WIRE_LOG_BURST = 10
+WIRE_LOG_WINDOW_S = 60.0
+#: While the port cannot be opened: one warning per streak, then one a minute.
+CONNECT_FAILED_LOG_EVERY_S = 60.0
 
 
 class _Link(asyncio.Protocol):
@@ -126,8 +110,19 @@ class SerialBoardDriver:
     ) -> None:
         self.settings = settings
         self._clock = clock
-        self._decoder = p.FrameDecoder()
+        self._decoder = p.FrameDecoder(on_reject=self._wire_error)
         self._counters: dict[str, int] = dict.fromkeys(DRIVER_COUNTERS, 0)
+        # the log context of the daemon (table, round), taken whenever it calls the driver:
+        # the driver's own task was started with a copy made before the first round
+        self._log_context: dict[str, Any] = {}
+        self._wire_log = WireErrorLog(
+            burst=WIRE_LOG_BURST,
+            window_s=WIRE_LOG_WINDOW_S,
+            clock=self._now_or_monotonic,
+            context=self._wire_context,
+        )
+        self._c_hello_at = -1e9  # when the last C_HELLO was sent
+        self._lights_unacked_since: float | None = None
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
         self._stop = asyncio.Event()
         self._transport: asyncio.Transport | None = None
@@ -169,6 +164,7 @@ class SerialBoardDriver:
         return self._lights is not None and self._lights_seq is None
 
     async def next_event(self) -> BoardEvent:
+        self._adopt_log_context()
         return await self._events.get()
 
     def next_event_nowait(self) -> BoardEvent | None:
@@ -182,6 +178,7 @@ class SerialBoardDriver:
             yield await self._events.get()
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
+        self._adopt_log_context()
         seats = self.settings.seats or self._board_seats or max(lights, default=1)
         codes = light_codes(lights, max(seats, max(lights, default=1)))
         if codes == self._lights:
@@ -200,6 +197,7 @@ class SerialBoardDriver:
         loop = asyncio.get_running_loop()
         backoff = self.settings.reconnect_initial_s
         opened_before = False
+        streak, last_failure_log = 0, -1e9
         while not self._stop.is_set():
             link = _Link(self)
             try:
@@ -212,19 +210,36 @@ class SerialBoardDriver:
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
-                log.info("board.connect_failed", port=self.settings.port, error=str(exc))
+                streak += 1
+                now = self._now()
+                if streak == 1 or now - last_failure_log >= CONNECT_FAILED_LOG_EVERY_S:
+                    last_failure_log = now
+                    log.warning(
+                        "board.connect_failed",
+                        port=self.settings.port,
+                        error=str(exc),
+                        attempts=streak,
+                        retry_in_s=backoff,
+                        **self._log_context,
+                    )
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
-            log.info("board.port_open", port=self.settings.port)
+            streak = 0
+            log.info("board.port_open", port=self.settings.port, **self._log_context)
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
                 backoff = self.settings.reconnect_initial_s
             if not self._stop.is_set():
-                log.warning("board.port_lost", port=self.settings.port, reason=link.reason)
+                log.warning(
+                    "board.port_lost",
+                    port=self.settings.port,
+                    reason=link.reason,
+                    **self._log_context,
+                )
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
         if self._online:
@@ -234,6 +249,34 @@ class SerialBoardDriver:
 
     def _now(self) -> float:
         return self._clock() if self._clock else asyncio.get_running_loop().time()
+
+    def _now_or_monotonic(self) -> float:
+        try:
+            return self._now()
+        except RuntimeError:  # no running loop (a decoder fed outside the driver's loop)
+            return time.monotonic()
+
+    def _adopt_log_context(self) -> None:
+        """Take the caller's (the daemon's) structlog context: its table and current round."""
+        self._log_context = dict(structlog.contextvars.get_contextvars())
+
+    def _wire_context(self) -> dict[str, Any]:
+        return {"port": self.settings.port, **self._log_context}
+
+    def _wire_error(self, kind: str, sample: bytes) -> None:
+        """A rejected frame: counted by its counter already; logged unless rate-limited."""
+        if self._wire_log.report(kind, sample):
+            self._counters["wire_errors_logged"] += 1
+        else:
+            self._counters["wire_errors_suppressed"] += 1
+
+    def _frame_error(self, kind: str, frame: p.Frame, **fields: Any) -> None:
+        if self._wire_log.report(
+            kind, p.encode_body(frame.type, frame.seq, frame.payload, frame.version), **fields
+        ):
+            self._counters["wire_errors_logged"] += 1
+        else:
+            self._counters["wire_errors_suppressed"] += 1
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -274,7 +317,23 @@ class SerialBoardDriver:
                 if self._online:
                     self._send(p.ControllerHeartbeat())
                 else:
-                    self._send(p.ControllerHello(heartbeat_ms=round(interval * 1000)))
+                    self._send_controller_hello()
+            since = self._lights_unacked_since
+            if (
+                self._online
+                and since is not None
+                and now - since >= interval * self.settings.missed_heartbeats
+            ):
+                # the board hears us (it sends) but acknowledges no lights: it has lost our
+                # numbering (e.g. it missed our hello). A hello resynchronises it.
+                self._counters["resync_hellos"] += 1
+                log.warning(
+                    "board.lights_unacknowledged",
+                    waited_s=round(now - since, 3),
+                    **self._log_context,
+                )
+                self._lights_unacked_since = now
+                self._send_controller_hello()
             if (
                 self._online
                 and self._lights is not None
@@ -284,7 +343,7 @@ class SerialBoardDriver:
                 self._send_lights()
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.tick_failed")
+            log.exception("board.tick_failed", **self._log_context)
 
     def _send(self, msg: p.Message) -> int:
         self._tx_seq = (self._tx_seq + 1) % p.SEQ_MOD
@@ -298,7 +357,14 @@ class SerialBoardDriver:
         assert self._lights is not None
         self._lights_seq = self._send(p.Lights(self._lights))
         self._lights_sent_at = self._now()
+        if self._lights_unacked_since is None:
+            self._lights_unacked_since = self._lights_sent_at
         self._counters["lights_sent"] += 1
+
+    def _send_controller_hello(self) -> None:
+        self._send(p.ControllerHello(heartbeat_ms=round(self.settings.heartbeat_interval_s * 1000)))
+        self._c_hello_at = self._now()
+        self._counters["controller_hellos"] += 1
 
     def _emit(self, event: BoardEvent) -> None:
         self._events.put_nowait(event)
@@ -308,7 +374,7 @@ class SerialBoardDriver:
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        log.warning("board.offline", board_id=self._board_id, reason=reason)
+        log.warning("board.offline", board_id=self._board_id, reason=reason, **self._log_context)
         self._emit(BoardOffline(reason=reason))
 
     # ------------------------------------------------------------------ receiving
@@ -319,17 +385,18 @@ class SerialBoardDriver:
                 self._on_frame(frame)
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.receive_failed")
+            log.exception("board.receive_failed", **self._log_context)
 
     def _on_frame(self, frame: p.Frame) -> None:
         if frame.type & p.CONTROLLER_BIT:
             self._counters["wrong_direction"] += 1
+            self._frame_error("wrong_direction", frame)
             return
         try:
             msg = p.decode_message(frame)
         except p.ProtocolError as exc:
             self._counters["bad_payload"] += 1
-            log.debug("board.bad_payload", type=frame.type, error=str(exc))
+            self._frame_error("bad_payload", frame, error=str(exc))
             return
         if isinstance(msg, p.Hello):
             self._on_hello(frame, msg)
@@ -340,12 +407,15 @@ class SerialBoardDriver:
         diff = p.seq_diff(frame.seq, self._rx_seq)
         if diff == 0:
             self._counters["duplicates"] += 1
+            self._frame_error("duplicate", frame, expected_after=self._rx_seq)
             return
         if diff < 0:
             self._counters["reordered"] += 1
+            self._frame_error("reordered", frame, expected_after=self._rx_seq)
             return
-        if isinstance(msg, p.State) and not self._valid_state(msg):
+        if isinstance(msg, p.State) and (reason := self._invalid_state(msg)):
             self._counters["bad_payload"] += 1
+            self._frame_error("bad_payload", frame, error=reason)
             return
         self._counters["gaps"] += diff - 1
         self._rx_seq = frame.seq
@@ -360,28 +430,42 @@ class SerialBoardDriver:
             self._counters["acks"] += 1
             if msg.seq == self._lights_seq:
                 self._lights_seq = None
+                self._lights_unacked_since = None
                 self._counters["lights_acked"] += 1
         elif isinstance(msg, p.BoardErrorReport):
             self._counters["board_errors"] += 1
             self.last_board_error = (msg.code, msg.text)
-            log.error("board.error_report", board_id=self._board_id, code=msg.code, text=msg.text)
+            log.error(
+                "board.error_report",
+                board_id=self._board_id,
+                code=msg.code,
+                code_name=msg.code_name,
+                text=msg.text,
+                **self._log_context,
+            )
         else:  # a controller message type without the controller bit cannot happen
             self._counters["bad_payload"] += 1
 
     def _on_hello(self, frame: p.Frame, hello: p.Hello) -> None:
-        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
-        if same_boot and self._have_hello:
-            diff = p.seq_diff(frame.seq, self._rx_seq)
-            if diff == 0:
-                self._counters["duplicates"] += 1
-                return
-            if diff < 0:
-                self._counters["reordered"] += 1
-                return
+        """Every board HELLO resets the expectation to its ``seq`` (docs/protocol.md).
+
+        A HELLO that is not the answer to our own C_HELLO (a board that booted, rebooted or
+        lost us) is answered with a C_HELLO, so a board that drops everything before the
+        controller's hello resynchronises at once. Answering a new ``boot_id`` restarts the
+        controller's numbering at 1.
+        """
         if self.settings.seats is not None and hello.seats < self.settings.seats:
             self._counters["bad_payload"] += 1
-            log.error("board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats)
+            log.error(
+                "board.too_few_seats",
+                board_seats=hello.seats,
+                seats=self.settings.seats,
+                **self._log_context,
+            )
             return
+        now = self._now()
+        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
+        answer = now - self._c_hello_at <= self.settings.heartbeat_interval_s
         self._counters["hellos"] += 1
         if not same_boot:
             if self._online:
@@ -392,16 +476,33 @@ class SerialBoardDriver:
                 self._counters["reboots"] += 1
             self._board_id, self._boot_id = hello.board_id, hello.boot_id
             self._last_key = self._acked_key = hello.key_base
+        elif self._have_hello and p.seq_diff(frame.seq, self._rx_seq) <= 0:
+            log.info(
+                "board.hello_resets_sequence",
+                board_id=hello.board_id,
+                seq=frame.seq,
+                previous=self._rx_seq,
+                **self._log_context,
+            )
         self._board_seats = hello.seats
         self._rx_seq = frame.seq
-        self._last_rx = self._now()
+        self._last_rx = now
         self._have_hello = True
         if not self._online:
             self._online = True
             self._present = None
             self._counters["online_events"] += 1
-            log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
+            log.info(
+                "board.online",
+                board_id=hello.board_id,
+                boot_id=f"{hello.boot_id:08x}",
+                **self._log_context,
+            )
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
+        if not same_boot or not answer:
+            if not same_boot:
+                self._tx_seq = 0  # our numbering restarts with the hello to a new boot
+            self._send_controller_hello()
         self._send(p.KeyAck(self._acked_key))
         if self._lights is not None:
             self._send_lights()
@@ -412,6 +513,7 @@ class SerialBoardDriver:
         Until then the board keeps them and retransmits them, so a daemon that dies between
         receiving a press and journaling it gets the press again (once) after its restart.
         """
+        self._adopt_log_context()
         if event.board_id != self._board_id or event.boot_id != self._boot_id:
             return
         if event.key_seq > self._acked_key:
@@ -419,9 +521,13 @@ class SerialBoardDriver:
             if self._transport is not None:
                 self._send(p.KeyAck(self._acked_key))
 
-    def _valid_state(self, state: p.State) -> bool:
+    def _invalid_state(self, state: p.State) -> str:
+        """Why a STATE cannot be applied ('' when it can)."""
+        if state.seats != self._board_seats:
+            return f"STATE has {state.seats} seats, the board's HELLO {self._board_seats}"
         limit = self.settings.seats or self._board_seats
-        return all(seat <= limit for seat in state.present)
+        beyond = sorted(seat for seat in state.present if seat > limit)
+        return f"wager on seat {beyond[0]} beyond the table's {limit}" if beyond else ""
 
     def _on_state(self, frame: p.Frame, state: p.State) -> None:
         self._counters["states"] += 1

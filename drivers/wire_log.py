@@ -1,0 +1,79 @@
+"""Rate-limited warnings for wire errors (docs/protocol.md, "Wire errors in the log").
+
+Every rejected frame is counted (the driver's counters); this module decides which of them
+also make a log line. A babbling line (a wrong baud rate, a broken cable, a board looping on
+one bad frame) can produce thousands of bad frames a second: logging each would flood the
+journal and hide everything else. So at most ``burst`` warnings are logged per ``window_s``;
+the rest are only counted, and the first warning after a quiet spell says how many were
+suppressed since the last one logged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("drivers.wire")
+
+#: Bytes of a rejected chunk shown in the log (hex); longer samples end with "..".
+SAMPLE_BYTES = 24
+
+
+def hex_sample(data: bytes, limit: int = SAMPLE_BYTES) -> str:
+    """``data`` as hex, cut to ``limit`` bytes (then ending with ``..``)."""
+    text = bytes(data[:limit]).hex()
+    return text + ".." if len(data) > limit else text
+
+
+class WireErrorLog:
+    """Logs wire errors at warning level, at most ``burst`` lines per ``window_s`` seconds.
+
+    ``context`` returns extra fields for every line (the port, the table's round ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int = 10,
+        window_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        context: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.burst = burst
+        self.window_s = window_s
+        self._clock = clock
+        self._context = context
+        self._window_start: float | None = None
+        self._in_window = 0
+        self.logged = 0  # warnings written
+        self.suppressed = 0  # wire errors not logged because of the rate limit (in total)
+        self._suppressed_since_last = 0
+
+    def report(self, kind: str, sample: bytes, **fields: Any) -> bool:
+        """One wire error of ``kind`` with the offending bytes; True when it was logged."""
+        now = self._clock()
+        if self._window_start is None or now - self._window_start >= self.window_s:
+            self._window_start = now
+            self._in_window = 0
+        if self._in_window >= self.burst:
+            self.suppressed += 1
+            self._suppressed_since_last += 1
+            return False
+        self._in_window += 1
+        self.logged += 1
+        extra = dict(self._context()) if self._context is not None else {}
+        if self._suppressed_since_last:
+            extra["suppressed_before"] = self._suppressed_since_last
+            self._suppressed_since_last = 0
+        log.warning(
+            "board wire error",
+            kind=kind,
+            sample=hex_sample(sample),
+            length=len(sample),
+            **extra,
+            **fields,
+        )
+        return True
