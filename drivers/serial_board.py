@@ -29,51 +29,25 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
-from drivers.board_settings import BoardSettings, board_settings_from_config
-from drivers.wire_log import WireErrorLog
+from drivers.board_settings import (
+    CONNECT_FAILED_LOG_EVERY_S,
+    DRIVER_COUNTERS,
+    BoardSettings,
+    board_settings_from_config,
+    light_codes,
+)
+from drivers.wire_log import DriverLog
 from progressived.engine.state import Light
 
-__all__ = ["BoardSettings", "SerialBoardDriver", "board_settings_from_config", "light_codes"]
+__all__ = [
+    "DRIVER_COUNTERS",
+    "BoardSettings",
+    "SerialBoardDriver",
+    "board_settings_from_config",
+    "light_codes",
+]
 
 log = structlog.get_logger(__name__)
-
-DRIVER_COUNTERS = (
-    "duplicates",  # a frame whose sequence number was already accepted
-    "reordered",  # a frame older than one already accepted (dropped: state is newer)
-    "gaps",  # frames never received (sequence numbers skipped)
-    "bad_payload",  # CRC good but the message is not valid (or names an unknown seat)
-    "wrong_direction",  # a controller frame received (echo on the line)
-    "unexpected",  # a frame before the board's hello
-    "duplicate_keys",  # a retransmitted key press (applied once)
-    "keys_out_of_order",  # a key press ahead of the next expected one (board resends)
-    "keys",  # key presses delivered
-    "heartbeats",  # board heartbeats received
-    "states",  # board state reports received
-    "acks",  # acknowledgements received
-    "board_errors",  # error reports from the board
-    "hellos",  # board hellos accepted
-    "online_events",
-    "offline_events",
-    "missed_heartbeat_offline",  # offline because the board went silent
-    "reboots",  # the board came back with a new boot id
-    "connects",  # port opened
-    "reconnects",  # port reopened after losing it
-    "connect_failures",  # port could not be opened
-    "frames_sent",
-    "lights_sent",
-    "lights_acked",
-    "internal_errors",  # a bug caught (logged) instead of crashing the driver
-    "controller_hellos",  # C_HELLO frames sent
-    "resync_hellos",  # C_HELLO sent because the board stopped acknowledging lights
-    "wire_errors_logged",  # wire errors written to the log (the rest: rate-limited)
-    "wire_errors_suppressed",  # wire errors only counted because of the rate limit
-)
-
-#: Wire errors logged at warning level per window (docs/protocol.md, "Wire errors").
-WIRE_LOG_BURST = 10
-WIRE_LOG_WINDOW_S = 60.0
-#: While the port cannot be opened: one warning per streak, then one a minute.
-CONNECT_FAILED_LOG_EVERY_S = 60.0
 
 
 class _Link(asyncio.Protocol):
@@ -94,14 +68,6 @@ def _factory(link: _Link) -> Callable[[], _Link]:
     return lambda: link
 
 
-def light_codes(lights: Mapping[int, Light], seats: int) -> tuple[p.LightCode, ...]:
-    """The wire codes for seats 1..seats (a seat not in ``lights`` shows idle)."""
-    for seat in lights:
-        if not 1 <= seat <= p.MAX_SEATS:
-            raise ValueError(f"seat {seat} outside 1..{p.MAX_SEATS}")
-    return tuple(p.LightCode[Light(lights.get(s, Light.IDLE)).name] for s in range(1, seats + 1))
-
-
 class SerialBoardDriver:
     """A :class:`drivers.base.BoardDriver` for a sensor board on a serial port."""
 
@@ -110,17 +76,9 @@ class SerialBoardDriver:
     ) -> None:
         self.settings = settings
         self._clock = clock
-        self._decoder = p.FrameDecoder(on_reject=self._wire_error)
         self._counters: dict[str, int] = dict.fromkeys(DRIVER_COUNTERS, 0)
-        # the log context of the daemon (table, round), taken whenever it calls the driver:
-        # the driver's own task was started with a copy made before the first round
-        self._log_context: dict[str, Any] = {}
-        self._wire_log = WireErrorLog(
-            burst=WIRE_LOG_BURST,
-            window_s=WIRE_LOG_WINDOW_S,
-            clock=self._now_or_monotonic,
-            context=self._wire_context,
-        )
+        self._log = DriverLog(settings.port, self._counters, clock=self._now_or_monotonic)
+        self._decoder = p.FrameDecoder(on_reject=self._log.wire_error)
         self._c_hello_at = -1e9  # when the last C_HELLO was sent
         self._lights_unacked_since: float | None = None
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
@@ -164,7 +122,7 @@ class SerialBoardDriver:
         return self._lights is not None and self._lights_seq is None
 
     async def next_event(self) -> BoardEvent:
-        self._adopt_log_context()
+        self._log.adopt_context()
         return await self._events.get()
 
     def next_event_nowait(self) -> BoardEvent | None:
@@ -178,7 +136,7 @@ class SerialBoardDriver:
             yield await self._events.get()
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
-        self._adopt_log_context()
+        self._log.adopt_context()
         seats = self.settings.seats or self._board_seats or max(lights, default=1)
         codes = light_codes(lights, max(seats, max(lights, default=1)))
         if codes == self._lights:
@@ -220,7 +178,7 @@ class SerialBoardDriver:
                         error=str(exc),
                         attempts=streak,
                         retry_in_s=backoff,
-                        **self._log_context,
+                        **self._log.context,
                     )
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
@@ -228,7 +186,7 @@ class SerialBoardDriver:
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
             streak = 0
-            log.info("board.port_open", port=self.settings.port, **self._log_context)
+            log.info("board.port_open", port=self.settings.port, **self._log.context)
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
@@ -238,7 +196,7 @@ class SerialBoardDriver:
                     "board.port_lost",
                     port=self.settings.port,
                     reason=link.reason,
-                    **self._log_context,
+                    **self._log.context,
                 )
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
@@ -255,28 +213,6 @@ class SerialBoardDriver:
             return self._now()
         except RuntimeError:  # no running loop (a decoder fed outside the driver's loop)
             return time.monotonic()
-
-    def _adopt_log_context(self) -> None:
-        """Take the caller's (the daemon's) structlog context: its table and current round."""
-        self._log_context = dict(structlog.contextvars.get_contextvars())
-
-    def _wire_context(self) -> dict[str, Any]:
-        return {"port": self.settings.port, **self._log_context}
-
-    def _wire_error(self, kind: str, sample: bytes) -> None:
-        """A rejected frame: counted by its counter already; logged unless rate-limited."""
-        if self._wire_log.report(kind, sample):
-            self._counters["wire_errors_logged"] += 1
-        else:
-            self._counters["wire_errors_suppressed"] += 1
-
-    def _frame_error(self, kind: str, frame: p.Frame, **fields: Any) -> None:
-        if self._wire_log.report(
-            kind, p.encode_body(frame.type, frame.seq, frame.payload, frame.version), **fields
-        ):
-            self._counters["wire_errors_logged"] += 1
-        else:
-            self._counters["wire_errors_suppressed"] += 1
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -330,7 +266,7 @@ class SerialBoardDriver:
                 log.warning(
                     "board.lights_unacknowledged",
                     waited_s=round(now - since, 3),
-                    **self._log_context,
+                    **self._log.context,
                 )
                 self._lights_unacked_since = now
                 self._send_controller_hello()
@@ -343,7 +279,7 @@ class SerialBoardDriver:
                 self._send_lights()
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.tick_failed", **self._log_context)
+            log.exception("board.tick_failed", **self._log.context)
 
     def _send(self, msg: p.Message) -> int:
         self._tx_seq = (self._tx_seq + 1) % p.SEQ_MOD
@@ -374,7 +310,7 @@ class SerialBoardDriver:
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        log.warning("board.offline", board_id=self._board_id, reason=reason, **self._log_context)
+        log.warning("board.offline", board_id=self._board_id, reason=reason, **self._log.context)
         self._emit(BoardOffline(reason=reason))
 
     # ------------------------------------------------------------------ receiving
@@ -385,18 +321,18 @@ class SerialBoardDriver:
                 self._on_frame(frame)
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.receive_failed", **self._log_context)
+            log.exception("board.receive_failed", **self._log.context)
 
     def _on_frame(self, frame: p.Frame) -> None:
         if frame.type & p.CONTROLLER_BIT:
             self._counters["wrong_direction"] += 1
-            self._frame_error("wrong_direction", frame)
+            self._log.frame_error("wrong_direction", frame)
             return
         try:
             msg = p.decode_message(frame)
         except p.ProtocolError as exc:
             self._counters["bad_payload"] += 1
-            self._frame_error("bad_payload", frame, error=str(exc))
+            self._log.frame_error("bad_payload", frame, error=str(exc))
             return
         if isinstance(msg, p.Hello):
             self._on_hello(frame, msg)
@@ -407,15 +343,15 @@ class SerialBoardDriver:
         diff = p.seq_diff(frame.seq, self._rx_seq)
         if diff == 0:
             self._counters["duplicates"] += 1
-            self._frame_error("duplicate", frame, expected_after=self._rx_seq)
+            self._log.frame_error("duplicate", frame, expected_after=self._rx_seq)
             return
         if diff < 0:
             self._counters["reordered"] += 1
-            self._frame_error("reordered", frame, expected_after=self._rx_seq)
+            self._log.frame_error("reordered", frame, expected_after=self._rx_seq)
             return
         if isinstance(msg, p.State) and (reason := self._invalid_state(msg)):
             self._counters["bad_payload"] += 1
-            self._frame_error("bad_payload", frame, error=reason)
+            self._log.frame_error("bad_payload", frame, error=reason)
             return
         self._counters["gaps"] += diff - 1
         self._rx_seq = frame.seq
@@ -441,7 +377,7 @@ class SerialBoardDriver:
                 code=msg.code,
                 code_name=msg.code_name,
                 text=msg.text,
-                **self._log_context,
+                **self._log.context,
             )
         else:  # a controller message type without the controller bit cannot happen
             self._counters["bad_payload"] += 1
@@ -460,7 +396,7 @@ class SerialBoardDriver:
                 "board.too_few_seats",
                 board_seats=hello.seats,
                 seats=self.settings.seats,
-                **self._log_context,
+                **self._log.context,
             )
             return
         now = self._now()
@@ -482,7 +418,7 @@ class SerialBoardDriver:
                 board_id=hello.board_id,
                 seq=frame.seq,
                 previous=self._rx_seq,
-                **self._log_context,
+                **self._log.context,
             )
         self._board_seats = hello.seats
         self._rx_seq = frame.seq
@@ -496,7 +432,7 @@ class SerialBoardDriver:
                 "board.online",
                 board_id=hello.board_id,
                 boot_id=f"{hello.boot_id:08x}",
-                **self._log_context,
+                **self._log.context,
             )
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
         if not same_boot or not answer:
@@ -513,7 +449,7 @@ class SerialBoardDriver:
         Until then the board keeps them and retransmits them, so a daemon that dies between
         receiving a press and journaling it gets the press again (once) after its restart.
         """
-        self._adopt_log_context()
+        self._log.adopt_context()
         if event.board_id != self._board_id or event.boot_id != self._boot_id:
             return
         if event.key_seq > self._acked_key:

@@ -16,8 +16,13 @@ from typing import Any
 
 import structlog
 
+from drivers import protocol as p
+
 log = structlog.get_logger("drivers.wire")
 
+#: Wire errors logged at warning level per window (docs/protocol.md, "Wire errors").
+WIRE_LOG_BURST = 10
+WIRE_LOG_WINDOW_S = 60.0
 #: Bytes of a rejected chunk shown in the log (hex); longer samples end with "..".
 SAMPLE_BYTES = 24
 
@@ -77,3 +82,38 @@ class WireErrorLog:
             **fields,
         )
         return True
+
+
+class DriverLog:
+    """The serial driver's log context and its wire-error reporting.
+
+    The daemon binds its table and current round in its own structlog context; the driver's
+    task was started with a copy made before the first round, so the driver takes the
+    daemon's context whenever the daemon calls it (:meth:`adopt_context`) and adds it to
+    every line. Wire errors count in ``wire_errors_logged`` or ``wire_errors_suppressed``.
+    """
+
+    def __init__(self, port: str, counters: dict[str, int], *, clock: Callable[[], float]) -> None:
+        self.port = port
+        self.context: dict[str, Any] = {}
+        self._counters = counters
+        self._wire = WireErrorLog(
+            burst=WIRE_LOG_BURST,
+            window_s=WIRE_LOG_WINDOW_S,
+            clock=clock,
+            context=lambda: {"port": self.port, **self.context},
+        )
+
+    def adopt_context(self) -> None:
+        """Take the caller's (the daemon's) structlog context: its table and current round."""
+        self.context = dict(structlog.contextvars.get_contextvars())
+
+    def wire_error(self, kind: str, sample: bytes, **fields: Any) -> None:
+        """A rejected chunk or frame (already counted by its own counter)."""
+        logged = self._wire.report(kind, sample, **fields)
+        self._counters["wire_errors_logged" if logged else "wire_errors_suppressed"] += 1
+
+    def frame_error(self, kind: str, frame: p.Frame, **fields: Any) -> None:
+        """A CRC-good frame refused by the protocol rules; the sample is its body."""
+        body = p.encode_body(frame.type, frame.seq, frame.payload, frame.version)
+        self.wire_error(kind, body, **fields)

@@ -206,10 +206,13 @@ async def test_connect_failed_is_a_warning(tmp_path: Path) -> None:
 async def test_unacknowledged_lights_make_the_controller_say_hello_again(rig: Rig) -> None:
     """A board that hears the controller but has lost its numbering gets a new hello."""
     sim, drv = rig.sim, rig.drv
+    await asyncio.sleep(4 * HB)  # the start-up hello exchange is over
+    hellos = drv.counters["controller_hellos"]
     assert sim._rx_seq is not None
     sim._rx_seq = (sim._rx_seq + 30000) % p.SEQ_MOD  # the board's expectation is now wrong
     await drv.set_lights({3: Light.WINNER})
     await until(lambda: sim.lights[3] is Light.WINNER, timeout=3)
     assert drv.lights_acked
     assert drv.counters["resync_hellos"] >= 1
+    assert drv.counters["controller_hellos"] > hellos
     assert sim.counters["stale_frames"] >= 1
