@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shlex
 import tty
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from drivers import protocol as p
+from drivers.board_sim_script import SimCommandError, format_lights, run_sim_command
 from progressived.engine.state import Light
 
 SIM_COMMANDS_HELP = """\
@@ -37,6 +37,8 @@ help                      this list
 quit                      stop the simulator
 # ...                     a comment"""
 
+__all__ = ["SIM_COMMANDS_HELP", "SIM_FAULTS", "BoardSimulator", "SimCommandError", "format_lights"]
+
 LIGHT_OF_CODE = {code: Light[code.name] for code in p.LightCode}
 
 #: Deliberate protocol violations, for testing conformance tools (``faults=``). Never use
@@ -48,14 +50,6 @@ SIM_FAULTS = {
     "no_key_retransmit": "sends each key press once, never again",
     "bad_crc": "sends its heartbeats with a wrong CRC",
 }
-
-
-def format_lights(lights: dict[int, Light]) -> str:
-    return "lights " + " ".join(f"{seat}={lights[seat].value}" for seat in sorted(lights))
-
-
-class SimCommandError(ValueError):
-    """A simulator command line that cannot be run."""
 
 
 class BoardSimulator:
@@ -425,74 +419,8 @@ class BoardSimulator:
     # ------------------------------------------------------------------ scripts
 
     async def run_command(self, line: str) -> bool:
-        """Run one command line; returns False for ``quit``. Raises SimCommandError."""
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            return True
-        try:
-            words = shlex.split(text)
-        except ValueError as exc:
-            raise SimCommandError(f"cannot read line: {exc}") from None
-        verb, args = words[0].lower(), words[1:]
+        """Run one command line (``SIM_COMMANDS_HELP``); False for ``quit``.
 
-        def want(count: int, usage: str) -> None:
-            if len(args) != count:
-                raise SimCommandError(f"usage: {usage}")
-
-        def number(value: str, kind: type[int] | type[float] = int) -> float:
-            try:
-                out = kind(value)
-            except ValueError:
-                raise SimCommandError(f"not a number: {value!r}") from None
-            if out < 0:
-                raise SimCommandError(f"must not be negative: {value!r}")
-            return out
-
-        if verb in ("bet", "place"):
-            want(1, "bet SEAT")
-            self.place_bet(int(number(args[0])))
-        elif verb in ("unbet", "remove"):
-            want(1, "unbet SEAT")
-            self.remove_bet(int(number(args[0])))
-        elif verb in ("key", "press"):
-            want(1, "key CODE")
-            self.press(args[0])
-        elif verb == "supervisor":
-            if len(args) != 1 or args[0].lower() not in ("on", "off"):
-                raise SimCommandError("usage: supervisor on|off")
-            self.supervisor(args[0].lower() == "on")
-        elif verb == "unplug":
-            want(0, "unplug")
-            self.unplug()
-            self._out("unplugged")
-        elif verb == "replug":
-            want(0, "replug")
-            self._out(f"replugged {self.replug()} -> {self.path}")
-        elif verb == "freeze":
-            want(0, "freeze")
-            self.freeze()
-        elif verb == "thaw":
-            want(0, "thaw")
-            self.thaw()
-        elif verb == "reboot":
-            want(0, "reboot")
-            self.reboot()
-        elif verb == "noise":
-            want(1, "noise N")
-            self.inject_noise(min(int(number(args[0])), 1 << 20))
-        elif verb == "error":
-            if len(args) < 2:
-                raise SimCommandError("usage: error CODE TEXT")
-            self.report_error(int(number(args[0])) & 0xFF, " ".join(args[1:])[: p.MAX_TEXT_LEN])
-        elif verb == "sleep":
-            want(1, "sleep SECONDS")
-            await asyncio.sleep(number(args[0], float))
-        elif verb == "lights":
-            self._out(format_lights(self._lights))
-        elif verb == "status":
-            self._out(self.status())
-        elif verb in ("quit", "exit"):
-            return False
-        else:
-            raise SimCommandError(f"unknown command {verb!r} (try: help)")
-        return True
+        Raises SimCommandError.
+        """
+        return await run_sim_command(self, line)
