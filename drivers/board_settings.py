@@ -74,9 +74,6 @@ DRIVER_COUNTERS = (
     "wire_errors_suppressed",  # wire errors only counted because of the rate limit
 )
 
-#: While the port cannot be opened: one warning per streak, then one a minute.
-CONNECT_FAILED_LOG_EVERY_S = 60.0
-
 
 def light_codes(lights: Mapping[int, Light], seats: int) -> tuple[p.LightCode, ...]:
     """The wire codes for seats 1..seats (a seat not in ``lights`` shows idle)."""

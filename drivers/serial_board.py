@@ -18,7 +18,6 @@ from typing import Any
 
 import serial
 import serial_asyncio_fast
-import structlog
 
 from drivers import protocol as p
 from drivers.base import (
@@ -30,7 +29,6 @@ from drivers.base import (
     SupervisorKey,
 )
 from drivers.board_settings import (
-    CONNECT_FAILED_LOG_EVERY_S,
     DRIVER_COUNTERS,
     BoardSettings,
     board_settings_from_config,
@@ -46,8 +44,6 @@ __all__ = [
     "board_settings_from_config",
     "light_codes",
 ]
-
-log = structlog.get_logger(__name__)
 
 
 class _Link(asyncio.Protocol):
@@ -155,7 +151,6 @@ class SerialBoardDriver:
         loop = asyncio.get_running_loop()
         backoff = self.settings.reconnect_initial_s
         opened_before = False
-        streak, last_failure_log = 0, -1e9
         while not self._stop.is_set():
             link = _Link(self)
             try:
@@ -168,36 +163,20 @@ class SerialBoardDriver:
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
-                streak += 1
-                now = self._now()
-                if streak == 1 or now - last_failure_log >= CONNECT_FAILED_LOG_EVERY_S:
-                    last_failure_log = now
-                    log.warning(
-                        "board.connect_failed",
-                        port=self.settings.port,
-                        error=str(exc),
-                        attempts=streak,
-                        retry_in_s=backoff,
-                        **self._log.context,
-                    )
+                self._log.connect_failed(str(exc), backoff, self._now())
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
-            streak = 0
-            log.info("board.port_open", port=self.settings.port, **self._log.context)
+            self._log.connected()
+            self._log.info("board.port_open")
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
                 backoff = self.settings.reconnect_initial_s
             if not self._stop.is_set():
-                log.warning(
-                    "board.port_lost",
-                    port=self.settings.port,
-                    reason=link.reason,
-                    **self._log.context,
-                )
+                self._log.warning("board.port_lost", reason=link.reason)
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
         if self._online:
@@ -263,11 +242,7 @@ class SerialBoardDriver:
                 # the board hears us (it sends) but acknowledges no lights: it has lost our
                 # numbering (e.g. it missed our hello). A hello resynchronises it.
                 self._counters["resync_hellos"] += 1
-                log.warning(
-                    "board.lights_unacknowledged",
-                    waited_s=round(now - since, 3),
-                    **self._log.context,
-                )
+                self._log.warning("board.lights_unacknowledged", waited_s=round(now - since, 3))
                 self._lights_unacked_since = now
                 self._send_controller_hello()
             if (
@@ -279,7 +254,7 @@ class SerialBoardDriver:
                 self._send_lights()
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.tick_failed", **self._log.context)
+            self._log.exception("board.tick_failed")
 
     def _send(self, msg: p.Message) -> int:
         self._tx_seq = (self._tx_seq + 1) % p.SEQ_MOD
@@ -310,7 +285,7 @@ class SerialBoardDriver:
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        log.warning("board.offline", board_id=self._board_id, reason=reason, **self._log.context)
+        self._log.warning("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
     # ------------------------------------------------------------------ receiving
@@ -321,7 +296,7 @@ class SerialBoardDriver:
                 self._on_frame(frame)
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.receive_failed", **self._log.context)
+            self._log.exception("board.receive_failed")
 
     def _on_frame(self, frame: p.Frame) -> None:
         if frame.type & p.CONTROLLER_BIT:
@@ -371,13 +346,12 @@ class SerialBoardDriver:
         elif isinstance(msg, p.BoardErrorReport):
             self._counters["board_errors"] += 1
             self.last_board_error = (msg.code, msg.text)
-            log.error(
+            self._log.error(
                 "board.error_report",
                 board_id=self._board_id,
                 code=msg.code,
                 code_name=msg.code_name,
                 text=msg.text,
-                **self._log.context,
             )
         else:  # a controller message type without the controller bit cannot happen
             self._counters["bad_payload"] += 1
@@ -392,11 +366,8 @@ class SerialBoardDriver:
         """
         if self.settings.seats is not None and hello.seats < self.settings.seats:
             self._counters["bad_payload"] += 1
-            log.error(
-                "board.too_few_seats",
-                board_seats=hello.seats,
-                seats=self.settings.seats,
-                **self._log.context,
+            self._log.error(
+                "board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats
             )
             return
         now = self._now()
@@ -413,12 +384,11 @@ class SerialBoardDriver:
             self._board_id, self._boot_id = hello.board_id, hello.boot_id
             self._last_key = self._acked_key = hello.key_base
         elif self._have_hello and p.seq_diff(frame.seq, self._rx_seq) <= 0:
-            log.info(
+            self._log.info(
                 "board.hello_resets_sequence",
                 board_id=hello.board_id,
                 seq=frame.seq,
                 previous=self._rx_seq,
-                **self._log.context,
             )
         self._board_seats = hello.seats
         self._rx_seq = frame.seq
@@ -428,12 +398,7 @@ class SerialBoardDriver:
             self._online = True
             self._present = None
             self._counters["online_events"] += 1
-            log.info(
-                "board.online",
-                board_id=hello.board_id,
-                boot_id=f"{hello.boot_id:08x}",
-                **self._log.context,
-            )
+            self._log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
         if not same_boot or not answer:
             if not same_boot:

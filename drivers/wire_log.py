@@ -19,6 +19,9 @@ import structlog
 from drivers import protocol as p
 
 log = structlog.get_logger("drivers.wire")
+driver_log = structlog.get_logger("drivers.serial_board")
+#: While the port cannot be opened: one warning per streak, then one a minute.
+CONNECT_FAILED_LOG_EVERY_S = 60.0
 
 #: Wire errors logged at warning level per window (docs/protocol.md, "Wire errors").
 WIRE_LOG_BURST = 10
@@ -96,6 +99,8 @@ class DriverLog:
     def __init__(self, port: str, counters: dict[str, int], *, clock: Callable[[], float]) -> None:
         self.port = port
         self.context: dict[str, Any] = {}
+        self._failures = 0
+        self._failure_logged_at = -1e9
         self._counters = counters
         self._wire = WireErrorLog(
             burst=WIRE_LOG_BURST,
@@ -103,6 +108,33 @@ class DriverLog:
             clock=clock,
             context=lambda: {"port": self.port, **self.context},
         )
+
+    def _line(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        getattr(driver_log, level)(event, **{"port": self.port, **self.context, **fields})
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._line("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._line("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._line("error", event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        self._line("exception", event, fields)
+
+    def connect_failed(self, error: str, retry_in_s: float, now: float) -> None:
+        """The port cannot be opened: a warning per failing streak, then one a minute."""
+        self._failures += 1
+        if self._failures == 1 or now - self._failure_logged_at >= CONNECT_FAILED_LOG_EVERY_S:
+            self._failure_logged_at = now
+            self.warning(
+                "board.connect_failed", error=error, attempts=self._failures, retry_in_s=retry_in_s
+            )
+
+    def connected(self) -> None:
+        self._failures = 0
 
     def adopt_context(self) -> None:
         """Take the caller's (the daemon's) structlog context: its table and current round."""
