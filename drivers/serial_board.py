@@ -75,7 +75,6 @@ class SerialBoardDriver:
         self._counters: dict[str, int] = dict.fromkeys(DRIVER_COUNTERS, 0)
         self._log = DriverLog(settings.port, self._counters, clock=self._now_or_monotonic)
         self._decoder = p.FrameDecoder(on_reject=self._log.wire_error)
-        self._c_hello_at = -1e9  # when the last C_HELLO was sent
         self._lights_unacked_since: float | None = None
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
         self._stop = asyncio.Event()
@@ -274,7 +273,6 @@ class SerialBoardDriver:
 
     def _send_controller_hello(self) -> None:
         self._send(p.ControllerHello(heartbeat_ms=round(self.settings.heartbeat_interval_s * 1000)))
-        self._c_hello_at = self._now()
         self._counters["controller_hellos"] += 1
 
     def _emit(self, event: BoardEvent) -> None:
@@ -359,10 +357,12 @@ class SerialBoardDriver:
     def _on_hello(self, frame: p.Frame, hello: p.Hello) -> None:
         """Every board HELLO resets the expectation to its ``seq`` (docs/protocol.md).
 
-        A HELLO that is not the answer to our own C_HELLO (a board that booted, rebooted or
-        lost us) is answered with a C_HELLO, so a board that drops everything before the
-        controller's hello resynchronises at once. Answering a new ``boot_id`` restarts the
-        controller's numbering at 1.
+        A HELLO with a ``boot_id`` not seen before (a board that booted or rebooted) is
+        answered with a C_HELLO numbered 1, so a board that drops everything before the
+        controller's hello resynchronises at once. A same-boot HELLO is not answered: the
+        board already had our hello this boot (answering it could ping-pong on a slow
+        line); a board that lost our numbering anyway stops acknowledging LIGHTS, which
+        makes :meth:`_tick` send a C_HELLO.
         """
         if self.settings.seats is not None and hello.seats < self.settings.seats:
             self._counters["bad_payload"] += 1
@@ -372,7 +372,6 @@ class SerialBoardDriver:
             return
         now = self._now()
         same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
-        answer = now - self._c_hello_at <= self.settings.heartbeat_interval_s
         self._counters["hellos"] += 1
         if not same_boot:
             if self._online:
@@ -400,9 +399,8 @@ class SerialBoardDriver:
             self._counters["online_events"] += 1
             self._log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
-        if not same_boot or not answer:
-            if not same_boot:
-                self._tx_seq = 0  # our numbering restarts with the hello to a new boot
+        if not same_boot:
+            self._tx_seq = 0  # our numbering restarts with the hello to a new boot
             self._send_controller_hello()
         self._send(p.KeyAck(self._acked_key))
         if self._lights is not None:
