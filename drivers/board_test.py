@@ -220,7 +220,7 @@ class BoardTester:
         return "duplicate and older LIGHTS dropped, the next one acknowledged"
 
     async def case_sequence_wrap(self) -> str:
-        self.link.tx_seq = p.SEQ_MOD - 4  # our hello is 65532, then LIGHTS 65533 .. 0
+        self.link.tx_seq = p.SEQ_MOD - 4  # our hello is 65533, then LIGHTS 65534 65535 0 1
         await self._hello()
         seqs = [await self._lights_acked(shift=i) for i in range(4)]
         check(seqs[-1] < seqs[0], f"did not wrap: {seqs}")
