@@ -16,6 +16,8 @@ from structlog.testing import capture_logs
 
 from drivers import protocol as p
 from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported
+from drivers.board_sim import BoardSimulator
+from drivers.serial_board import BoardSettings, SerialBoardDriver
 from drivers.wire_log import WireErrorLog, hex_sample
 from progressived.engine.state import Light
 from tests.test_serial_driver import HB, Rig, make_rig, until
@@ -45,9 +47,6 @@ async def test_a_strict_board_resynchronises_within_a_second_after_a_reboot(
 ) -> None:
     """Issue 11.6: after a reboot the controller answers with its hello (numbering from 1)."""
     link = tmp_path / "board"
-    from drivers.board_sim import BoardSimulator
-    from drivers.serial_board import BoardSettings, SerialBoardDriver
-
     sim = BoardSimulator(link=link, heartbeat_interval_s=1.0, seats=7)
     await sim.start()
     drv = SerialBoardDriver(BoardSettings(port=str(link), heartbeat_interval_s=1.0, seats=7))
