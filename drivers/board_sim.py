@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shlex
 import tty
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from drivers import protocol as p
+from drivers.board_sim_script import SimCommandError, format_lights, run_sim_command
 from progressived.engine.state import Light
 
 SIM_COMMANDS_HELP = """\
@@ -37,15 +37,19 @@ help                      this list
 quit                      stop the simulator
 # ...                     a comment"""
 
+__all__ = ["SIM_COMMANDS_HELP", "SIM_FAULTS", "BoardSimulator", "SimCommandError", "format_lights"]
+
 LIGHT_OF_CODE = {code: Light[code.name] for code in p.LightCode}
 
-
-def format_lights(lights: dict[int, Light]) -> str:
-    return "lights " + " ".join(f"{seat}={lights[seat].value}" for seat in sorted(lights))
-
-
-class SimCommandError(ValueError):
-    """A simulator command line that cannot be run."""
+#: Deliberate protocol violations, for testing conformance tools (``faults=``). Never use
+#: them to stand in for a board: the simulator without faults follows docs/protocol.md.
+SIM_FAULTS = {
+    "lenient": "accepts controller frames before the first C_HELLO since boot",
+    "no_hello_reply": "does not answer a C_HELLO with HELLO",
+    "ack_stale": "acknowledges duplicate and older LIGHTS instead of dropping them",
+    "no_key_retransmit": "sends each key press once, never again",
+    "bad_crc": "sends its heartbeats with a wrong CRC",
+}
 
 
 class BoardSimulator:
@@ -60,9 +64,13 @@ class BoardSimulator:
         heartbeat_interval_s: float = 1.0,
         state_every: int = 5,
         on_output: Callable[[str], None] | None = None,
+        faults: Iterable[str] = (),
     ) -> None:
         if not 1 <= seats <= p.MAX_SEATS:
             raise ValueError(f"seats must be 1..{p.MAX_SEATS}")
+        self.faults = frozenset(faults)
+        if unknown := self.faults - SIM_FAULTS.keys():
+            raise ValueError(f"unknown simulator faults: {', '.join(sorted(unknown))}")
         self.board_id = board_id
         self.seats = seats
         self.link = Path(link) if link is not None else None
@@ -82,6 +90,8 @@ class BoardSimulator:
             "controller_hellos": 0,
             "stale_frames": 0,
             "bad_payload": 0,
+            "wrong_direction": 0,
+            "unexpected": 0,
         }
         self._lights: dict[int, Light] = dict.fromkeys(range(1, seats + 1), Light.CLOSED)
         self._master: int | None = None
@@ -240,6 +250,8 @@ class BoardSimulator:
         self.send(p.State(self.seats, frozenset(self.present), self.supervisor_on))
 
     def _send_pending(self) -> None:
+        if "no_key_retransmit" in self.faults:
+            return
         for key_seq, code in self.pending:
             self.send(p.Key(key_seq, code))
 
@@ -250,7 +262,12 @@ class BoardSimulator:
             if not self.plugged or self.frozen:
                 continue
             count += 1
-            self.send(p.Heartbeat())
+            if "bad_crc" in self.faults:
+                beat = bytearray(self.frame(p.Heartbeat()))
+                beat[-2] ^= 0x01 if beat[-2] != 0x01 else 0x03  # a CRC byte, never a zero
+                self.send_raw(bytes(beat))
+            else:
+                self.send(p.Heartbeat())
             if count % self.state_every == 0:
                 self._send_state()
             self._send_pending()
@@ -290,8 +307,9 @@ class BoardSimulator:
             self._on_frame(frame)
 
     def _on_frame(self, frame: p.Frame) -> None:
+        """The board's receive rules, exactly as docs/protocol.md states them."""
         if not frame.type & p.CONTROLLER_BIT:
-            self.counters["bad_payload"] += 1
+            self.counters["wrong_direction"] += 1  # our own frame echoed
             return
         try:
             msg = p.decode_message(frame)
@@ -300,13 +318,18 @@ class BoardSimulator:
             return
         if isinstance(msg, p.ControllerHello):
             self.counters["controller_hellos"] += 1
-            self._rx_seq = frame.seq
+            self._rx_seq = frame.seq  # a hello resets the expectation, whatever its seq
             self.heartbeat_interval_s = msg.heartbeat_ms / 1000
             self._controller_alive()
-            self._hello()
-            self._send_pending()
+            if "no_hello_reply" not in self.faults:
+                self._hello()
+                self._send_pending()
             return
-        if self._rx_seq is not None and p.seq_diff(frame.seq, self._rx_seq) <= 0:
+        if self._rx_seq is None:
+            if "lenient" not in self.faults:
+                self.counters["unexpected"] += 1  # nothing but a hello before the first hello
+                return
+        elif p.seq_diff(frame.seq, self._rx_seq) <= 0 and "ack_stale" not in self.faults:
             self.counters["stale_frames"] += 1
             return
         self._rx_seq = frame.seq
@@ -396,74 +419,8 @@ class BoardSimulator:
     # ------------------------------------------------------------------ scripts
 
     async def run_command(self, line: str) -> bool:
-        """Run one command line; returns False for ``quit``. Raises SimCommandError."""
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            return True
-        try:
-            words = shlex.split(text)
-        except ValueError as exc:
-            raise SimCommandError(f"cannot read line: {exc}") from None
-        verb, args = words[0].lower(), words[1:]
+        """Run one command line (``SIM_COMMANDS_HELP``); False for ``quit``.
 
-        def want(count: int, usage: str) -> None:
-            if len(args) != count:
-                raise SimCommandError(f"usage: {usage}")
-
-        def number(value: str, kind: type[int] | type[float] = int) -> float:
-            try:
-                out = kind(value)
-            except ValueError:
-                raise SimCommandError(f"not a number: {value!r}") from None
-            if out < 0:
-                raise SimCommandError(f"must not be negative: {value!r}")
-            return out
-
-        if verb in ("bet", "place"):
-            want(1, "bet SEAT")
-            self.place_bet(int(number(args[0])))
-        elif verb in ("unbet", "remove"):
-            want(1, "unbet SEAT")
-            self.remove_bet(int(number(args[0])))
-        elif verb in ("key", "press"):
-            want(1, "key CODE")
-            self.press(args[0])
-        elif verb == "supervisor":
-            if len(args) != 1 or args[0].lower() not in ("on", "off"):
-                raise SimCommandError("usage: supervisor on|off")
-            self.supervisor(args[0].lower() == "on")
-        elif verb == "unplug":
-            want(0, "unplug")
-            self.unplug()
-            self._out("unplugged")
-        elif verb == "replug":
-            want(0, "replug")
-            self._out(f"replugged {self.replug()} -> {self.path}")
-        elif verb == "freeze":
-            want(0, "freeze")
-            self.freeze()
-        elif verb == "thaw":
-            want(0, "thaw")
-            self.thaw()
-        elif verb == "reboot":
-            want(0, "reboot")
-            self.reboot()
-        elif verb == "noise":
-            want(1, "noise N")
-            self.inject_noise(min(int(number(args[0])), 1 << 20))
-        elif verb == "error":
-            if len(args) < 2:
-                raise SimCommandError("usage: error CODE TEXT")
-            self.report_error(int(number(args[0])) & 0xFF, " ".join(args[1:])[: p.MAX_TEXT_LEN])
-        elif verb == "sleep":
-            want(1, "sleep SECONDS")
-            await asyncio.sleep(number(args[0], float))
-        elif verb == "lights":
-            self._out(format_lights(self._lights))
-        elif verb == "status":
-            self._out(self.status())
-        elif verb in ("quit", "exit"):
-            return False
-        else:
-            raise SimCommandError(f"unknown command {verb!r} (try: help)")
-        return True
+        Raises SimCommandError.
+        """
+        return await run_sim_command(self, line)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 PROTOCOL_VERSION = 1
@@ -29,6 +29,8 @@ MIN_BODY = HEADER.size + CRC.size
 MAX_BODY = MIN_BODY + MAX_PAYLOAD
 #: The longest COBS encoding of a MAX_BODY body (one overhead byte per 254 bytes).
 MAX_ENCODED = MAX_BODY + MAX_BODY // 254 + 1
+#: The longest frame on the wire: MAX_ENCODED plus the two delimiters (72 + 1 + 2 = 75 bytes).
+MAX_WIRE = MAX_ENCODED + 2
 SEQ_MOD = 1 << 16
 MAX_SEATS = 32
 MAX_ID_LEN = 32
@@ -175,10 +177,13 @@ class FrameDecoder:
 
     Every rejected chunk is counted once (``crc_errors``, ``malformed``, ``oversized`` or
     ``bad_version``) and counts one ``resyncs``; its bytes count in ``bytes_discarded``.
-    Never raises on input.
+    Never raises on input. ``on_reject(kind, chunk)``, when given, hears of every rejected
+    chunk: ``kind`` is ``crc_error``, ``truncated``, ``malformed``, ``oversized`` or
+    ``bad_version`` (a truncated frame counts in ``malformed``).
     """
 
     max_encoded: int = MAX_ENCODED
+    on_reject: Callable[[str, bytes], None] | None = None
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_NAMES, 0))
     _buf: bytearray = field(default_factory=bytearray)
     _discarding: bool = False
@@ -195,7 +200,7 @@ class FrameDecoder:
                 continue
             self._buf += part
             if len(self._buf) > self.max_encoded:
-                self._reject("oversized", len(self._buf))
+                self._reject("oversized", len(self._buf), "oversized", bytes(self._buf))
                 self._buf.clear()
                 # ended by a delimiter in this same part: already back in sync
                 self._discarding = last
@@ -215,22 +220,25 @@ class FrameDecoder:
         self._buf.clear()
         self._discarding = False
 
-    def _reject(self, counter: str, size: int) -> None:
+    def _reject(self, counter: str, size: int, kind: str, chunk: bytes) -> None:
         self.counters[counter] += 1
         self.counters["resyncs"] += 1
         self.counters["bytes_discarded"] += size
+        if self.on_reject is not None:
+            self.on_reject(kind, chunk)
 
     def _decode(self, chunk: bytes) -> Frame | None:
         try:
             frame = decode_body(cobs_decode(chunk))
         except CrcError:
-            self._reject("crc_errors", len(chunk))
+            self._reject("crc_errors", len(chunk), "crc_error", chunk)
             return None
-        except ProtocolError:
-            self._reject("malformed", len(chunk))
+        except ProtocolError as exc:
+            kind = "truncated" if "truncated" in str(exc) else "malformed"
+            self._reject("malformed", len(chunk), kind, chunk)
             return None
         if frame.version not in SUPPORTED_VERSIONS:
-            self._reject("bad_version", len(chunk))
+            self._reject("bad_version", len(chunk), "bad_version", chunk)
             return None
         self.counters["good_frames"] += 1
         return frame
@@ -333,6 +341,17 @@ class Heartbeat:
 
 FLAG_SUPERVISOR = 0x01
 
+#: ERROR codes (docs/protocol.md). The controller logs and counts them; none changes the table.
+ERROR_CODES = {
+    0: "other",
+    1: "sensor_fault",
+    2: "light_fault",
+    3: "keypad_fault",
+    4: "power",
+    5: "storage",
+    6: "line_errors",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class State:
@@ -416,6 +435,11 @@ class BoardErrorReport:
 
     def encode(self) -> bytes:
         return bytes([self.code & 0xFF]) + _pack_str(self.text, MAX_TEXT_LEN)
+
+    @property
+    def code_name(self) -> str:
+        """The documented name of ``code`` (``reserved`` for codes not in the table)."""
+        return ERROR_CODES.get(self.code, "reserved")
 
     @classmethod
     def decode(cls, payload: bytes) -> BoardErrorReport:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 import serial
 import serial_asyncio_fast
-import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
 from drivers.base import (
@@ -29,67 +28,22 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
-from progressived.config import ConfigError, format_validation_error
+from drivers.board_settings import (
+    DRIVER_COUNTERS,
+    BoardSettings,
+    board_settings_from_config,
+    light_codes,
+)
+from drivers.wire_log import DriverLog
 from progressived.engine.state import Light
 
-log = structlog.get_logger(__name__)
-
-DRIVER_COUNTERS = (
-    "duplicates",  # a frame whose sequence number was already accepted
-    "reordered",  # a frame older than one already accepted (dropped: state is newer)
-    "gaps",  # frames never received (sequence numbers skipped)
-    "bad_payload",  # CRC good but the message is not valid (or names an unknown seat)
-    "wrong_direction",  # a controller frame received (echo on the line)
-    "unexpected",  # a frame before the board's hello
-    "duplicate_keys",  # a retransmitted key press (applied once)
-    "keys_out_of_order",  # a key press ahead of the next expected one (board resends)
-    "keys",  # key presses delivered
-    "heartbeats",  # board heartbeats received
-    "states",  # board state reports received
-    "acks",  # acknowledgements received
-    "board_errors",  # error reports from the board
-    "hellos",  # board hellos accepted
-    "online_events",
-    "offline_events",
-    "missed_heartbeat_offline",  # offline because the board went silent
-    "reboots",  # the board came back with a new boot id
-    "connects",  # port opened
-    "reconnects",  # port reopened after losing it
-    "connect_failures",  # port could not be opened
-    "frames_sent",
-    "lights_sent",
-    "lights_acked",
-    "internal_errors",  # a bug caught (logged) instead of crashing the driver
-)
-
-
-class BoardSettings(BaseModel):
-    """The ``[board]`` section of the controller configuration."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    port: str = Field(min_length=1)
-    baudrate: int = Field(default=115200, gt=0)
-    heartbeat_interval_s: float = Field(default=1.0, ge=0.01, le=60.0)
-    missed_heartbeats: int = Field(default=3, ge=1, le=100)
-    reconnect_initial_s: float = Field(default=0.5, gt=0, le=60.0)
-    reconnect_max_s: float = Field(default=10.0, gt=0, le=600.0)
-    seats: int | None = Field(default=None, ge=1, le=p.MAX_SEATS)
-    exclusive: bool = True  # flock the port: a second process cannot open it too
-
-
-class _BoardSection(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    board: BoardSettings
-
-
-def board_settings_from_config(data: Mapping[str, Any], source: str = "<memory>") -> BoardSettings:
-    """The ``[board]`` section of a configuration mapping; ConfigError names file and key."""
-    try:
-        return _BoardSection.model_validate(dict(data)).board
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+__all__ = [
+    "DRIVER_COUNTERS",
+    "BoardSettings",
+    "SerialBoardDriver",
+    "board_settings_from_config",
+    "light_codes",
+]
 
 
 class _Link(asyncio.Protocol):
@@ -110,14 +64,6 @@ def _factory(link: _Link) -> Callable[[], _Link]:
     return lambda: link
 
 
-def light_codes(lights: Mapping[int, Light], seats: int) -> tuple[p.LightCode, ...]:
-    """The wire codes for seats 1..seats (a seat not in ``lights`` shows idle)."""
-    for seat in lights:
-        if not 1 <= seat <= p.MAX_SEATS:
-            raise ValueError(f"seat {seat} outside 1..{p.MAX_SEATS}")
-    return tuple(p.LightCode[Light(lights.get(s, Light.IDLE)).name] for s in range(1, seats + 1))
-
-
 class SerialBoardDriver:
     """A :class:`drivers.base.BoardDriver` for a sensor board on a serial port."""
 
@@ -126,8 +72,10 @@ class SerialBoardDriver:
     ) -> None:
         self.settings = settings
         self._clock = clock
-        self._decoder = p.FrameDecoder()
         self._counters: dict[str, int] = dict.fromkeys(DRIVER_COUNTERS, 0)
+        self._log = DriverLog(settings.port, self._counters, clock=self._now_or_monotonic)
+        self._decoder = p.FrameDecoder(on_reject=self._log.wire_error)
+        self._lights_unacked_since: float | None = None
         self._events: asyncio.Queue[BoardEvent] = asyncio.Queue()
         self._stop = asyncio.Event()
         self._transport: asyncio.Transport | None = None
@@ -169,6 +117,7 @@ class SerialBoardDriver:
         return self._lights is not None and self._lights_seq is None
 
     async def next_event(self) -> BoardEvent:
+        self._log.adopt_context()
         return await self._events.get()
 
     def next_event_nowait(self) -> BoardEvent | None:
@@ -182,6 +131,7 @@ class SerialBoardDriver:
             yield await self._events.get()
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
+        self._log.adopt_context()
         seats = self.settings.seats or self._board_seats or max(lights, default=1)
         codes = light_codes(lights, max(seats, max(lights, default=1)))
         if codes == self._lights:
@@ -212,19 +162,20 @@ class SerialBoardDriver:
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
-                log.info("board.connect_failed", port=self.settings.port, error=str(exc))
+                self._log.connect_failed(str(exc), backoff, self._now())
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
-            log.info("board.port_open", port=self.settings.port)
+            self._log.connected()
+            self._log.info("board.port_open")
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
                 backoff = self.settings.reconnect_initial_s
             if not self._stop.is_set():
-                log.warning("board.port_lost", port=self.settings.port, reason=link.reason)
+                self._log.warning("board.port_lost", reason=link.reason)
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self.settings.reconnect_max_s)
         if self._online:
@@ -234,6 +185,12 @@ class SerialBoardDriver:
 
     def _now(self) -> float:
         return self._clock() if self._clock else asyncio.get_running_loop().time()
+
+    def _now_or_monotonic(self) -> float:
+        try:
+            return self._now()
+        except RuntimeError:  # no running loop (a decoder fed outside the driver's loop)
+            return time.monotonic()
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -274,7 +231,19 @@ class SerialBoardDriver:
                 if self._online:
                     self._send(p.ControllerHeartbeat())
                 else:
-                    self._send(p.ControllerHello(heartbeat_ms=round(interval * 1000)))
+                    self._send_controller_hello()
+            since = self._lights_unacked_since
+            if (
+                self._online
+                and since is not None
+                and now - since >= interval * self.settings.missed_heartbeats
+            ):
+                # the board hears us (it sends) but acknowledges no lights: it has lost our
+                # numbering (e.g. it missed our hello). A hello resynchronises it.
+                self._counters["resync_hellos"] += 1
+                self._log.warning("board.lights_unacknowledged", waited_s=round(now - since, 3))
+                self._lights_unacked_since = now
+                self._send_controller_hello()
             if (
                 self._online
                 and self._lights is not None
@@ -284,7 +253,7 @@ class SerialBoardDriver:
                 self._send_lights()
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.tick_failed")
+            self._log.exception("board.tick_failed")
 
     def _send(self, msg: p.Message) -> int:
         self._tx_seq = (self._tx_seq + 1) % p.SEQ_MOD
@@ -298,7 +267,13 @@ class SerialBoardDriver:
         assert self._lights is not None
         self._lights_seq = self._send(p.Lights(self._lights))
         self._lights_sent_at = self._now()
+        if self._lights_unacked_since is None:
+            self._lights_unacked_since = self._lights_sent_at
         self._counters["lights_sent"] += 1
+
+    def _send_controller_hello(self) -> None:
+        self._send(p.ControllerHello(heartbeat_ms=round(self.settings.heartbeat_interval_s * 1000)))
+        self._counters["controller_hellos"] += 1
 
     def _emit(self, event: BoardEvent) -> None:
         self._events.put_nowait(event)
@@ -308,7 +283,7 @@ class SerialBoardDriver:
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        log.warning("board.offline", board_id=self._board_id, reason=reason)
+        self._log.warning("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
     # ------------------------------------------------------------------ receiving
@@ -319,17 +294,18 @@ class SerialBoardDriver:
                 self._on_frame(frame)
         except Exception:
             self._counters["internal_errors"] += 1
-            log.exception("board.receive_failed")
+            self._log.exception("board.receive_failed")
 
     def _on_frame(self, frame: p.Frame) -> None:
         if frame.type & p.CONTROLLER_BIT:
             self._counters["wrong_direction"] += 1
+            self._log.frame_error("wrong_direction", frame)
             return
         try:
             msg = p.decode_message(frame)
         except p.ProtocolError as exc:
             self._counters["bad_payload"] += 1
-            log.debug("board.bad_payload", type=frame.type, error=str(exc))
+            self._log.frame_error("bad_payload", frame, error=str(exc))
             return
         if isinstance(msg, p.Hello):
             self._on_hello(frame, msg)
@@ -340,12 +316,15 @@ class SerialBoardDriver:
         diff = p.seq_diff(frame.seq, self._rx_seq)
         if diff == 0:
             self._counters["duplicates"] += 1
+            self._log.frame_error("duplicate", frame, expected_after=self._rx_seq)
             return
         if diff < 0:
             self._counters["reordered"] += 1
+            self._log.frame_error("reordered", frame, expected_after=self._rx_seq)
             return
-        if isinstance(msg, p.State) and not self._valid_state(msg):
+        if isinstance(msg, p.State) and (reason := self._invalid_state(msg)):
             self._counters["bad_payload"] += 1
+            self._log.frame_error("bad_payload", frame, error=reason)
             return
         self._counters["gaps"] += diff - 1
         self._rx_seq = frame.seq
@@ -360,28 +339,39 @@ class SerialBoardDriver:
             self._counters["acks"] += 1
             if msg.seq == self._lights_seq:
                 self._lights_seq = None
+                self._lights_unacked_since = None
                 self._counters["lights_acked"] += 1
         elif isinstance(msg, p.BoardErrorReport):
             self._counters["board_errors"] += 1
             self.last_board_error = (msg.code, msg.text)
-            log.error("board.error_report", board_id=self._board_id, code=msg.code, text=msg.text)
+            self._log.error(
+                "board.error_report",
+                board_id=self._board_id,
+                code=msg.code,
+                code_name=msg.code_name,
+                text=msg.text,
+            )
         else:  # a controller message type without the controller bit cannot happen
             self._counters["bad_payload"] += 1
 
     def _on_hello(self, frame: p.Frame, hello: p.Hello) -> None:
-        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
-        if same_boot and self._have_hello:
-            diff = p.seq_diff(frame.seq, self._rx_seq)
-            if diff == 0:
-                self._counters["duplicates"] += 1
-                return
-            if diff < 0:
-                self._counters["reordered"] += 1
-                return
+        """Every board HELLO resets the expectation to its ``seq`` (docs/protocol.md).
+
+        A HELLO with a ``boot_id`` not seen before (a board that booted or rebooted) is
+        answered with a C_HELLO numbered 1, so a board that drops everything before the
+        controller's hello resynchronises at once. A same-boot HELLO is not answered: the
+        board already had our hello this boot (answering it could ping-pong on a slow
+        line); a board that lost our numbering anyway stops acknowledging LIGHTS, which
+        makes :meth:`_tick` send a C_HELLO.
+        """
         if self.settings.seats is not None and hello.seats < self.settings.seats:
             self._counters["bad_payload"] += 1
-            log.error("board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats)
+            self._log.error(
+                "board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats
+            )
             return
+        now = self._now()
+        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
         self._counters["hellos"] += 1
         if not same_boot:
             if self._online:
@@ -392,16 +382,26 @@ class SerialBoardDriver:
                 self._counters["reboots"] += 1
             self._board_id, self._boot_id = hello.board_id, hello.boot_id
             self._last_key = self._acked_key = hello.key_base
+        elif self._have_hello and p.seq_diff(frame.seq, self._rx_seq) <= 0:
+            self._log.info(
+                "board.hello_resets_sequence",
+                board_id=hello.board_id,
+                seq=frame.seq,
+                previous=self._rx_seq,
+            )
         self._board_seats = hello.seats
         self._rx_seq = frame.seq
-        self._last_rx = self._now()
+        self._last_rx = now
         self._have_hello = True
         if not self._online:
             self._online = True
             self._present = None
             self._counters["online_events"] += 1
-            log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
+            self._log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
             self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
+        if not same_boot:
+            self._tx_seq = 0  # our numbering restarts with the hello to a new boot
+            self._send_controller_hello()
         self._send(p.KeyAck(self._acked_key))
         if self._lights is not None:
             self._send_lights()
@@ -412,6 +412,7 @@ class SerialBoardDriver:
         Until then the board keeps them and retransmits them, so a daemon that dies between
         receiving a press and journaling it gets the press again (once) after its restart.
         """
+        self._log.adopt_context()
         if event.board_id != self._board_id or event.boot_id != self._boot_id:
             return
         if event.key_seq > self._acked_key:
@@ -419,9 +420,13 @@ class SerialBoardDriver:
             if self._transport is not None:
                 self._send(p.KeyAck(self._acked_key))
 
-    def _valid_state(self, state: p.State) -> bool:
+    def _invalid_state(self, state: p.State) -> str:
+        """Why a STATE cannot be applied ('' when it can)."""
+        if state.seats != self._board_seats:
+            return f"STATE has {state.seats} seats, the board's HELLO {self._board_seats}"
         limit = self.settings.seats or self._board_seats
-        return all(seat <= limit for seat in state.present)
+        beyond = sorted(seat for seat in state.present if seat > limit)
+        return f"wager on seat {beyond[0]} beyond the table's {limit}" if beyond else ""
 
     def _on_state(self, frame: p.Frame, state: p.State) -> None:
         self._counters["states"] += 1

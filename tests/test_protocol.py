@@ -206,3 +206,14 @@ def test_any_payload_with_a_good_crc_decodes_canonically_or_is_refused(
         return
     assert msg_type == msg.TYPE
     assert msg.encode() == payload
+
+
+def test_frame_size_limits_match_the_doc() -> None:
+    """docs/protocol.md: body <= 72, encoded <= 73, on the wire <= 75; longest real frame 61."""
+    assert (p.MAX_BODY, p.MAX_ENCODED, p.MAX_WIRE) == (72, 73, 75)
+    longest = p.encode_frame(p.MsgType.ERROR, 0x0101, b"\x01" * p.MAX_PAYLOAD)
+    assert len(longest) == p.MAX_WIRE
+    error = p.encode_message(p.BoardErrorReport(1, "x" * p.MAX_TEXT_LEN), 0x0101)
+    assert len(error) == 61
+    assert p.BoardErrorReport(4, "brown-out").code_name == "power"
+    assert p.BoardErrorReport(200, "?").code_name == "reserved"
