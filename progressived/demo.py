@@ -211,7 +211,7 @@ async def _watch(
 ) -> None:
     last = ""
     async with aiomqtt.Client(host, port) as client:
-        await client.subscribe("progressive/#", qos=1)
+        await client.subscribe(f"progressive/table/{TABLE}/#", qos=1)
         async for message in client.messages:
             payload = message.payload
             if not isinstance(payload, (bytes, bytearray)):
@@ -247,7 +247,7 @@ def run_demo(
     print(f"ledger      {work / 'ledger.db'}", file=out)
     print(f"metrics     http://127.0.0.1:{metrics_port}/metrics", file=out)
     print(f"logs        {work / 'daemon.log'}", file=out)
-    print(f"sign        progressivectl sign --port {broker.port}", file=out)
+    print(f"sign        progressivectl sign --port {broker.port} --table {TABLE}", file=out)
     out.flush()
     status = 1
     try:
@@ -286,7 +286,7 @@ def _play(
             stdout=daemon_log,
             stderr=subprocess.STDOUT,
         ) as daemon:
-            view = SignView("progressive", "main")
+            view = SignView("progressive", "main", TABLE)
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
             watcher = loop.create_task(_watch(host, port, view, events, out, plain=headless))
