@@ -10,10 +10,9 @@ kinds the daemon journals with an outbox message (found in the source).
 from __future__ import annotations
 
 import ast
-from fractions import Fraction
 import fnmatch
 import re
-from pathlib import Path
+from fractions import Fraction
 
 from progressived.engine import (
     AdjustMeter,
@@ -232,5 +231,5 @@ def test_meter_and_status_payloads_match_their_schemas() -> None:
     assert problems("progressive/table/t1/status", will) == []
 
 
-def test_the_doc_lists_no_engine_kind_twice(tmp_path: Path) -> None:
+def test_the_doc_lists_no_kind_both_published_and_not() -> None:
     assert not (documented_event_kinds() & undocumented_not_published())
