@@ -11,6 +11,7 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from progressived.broker import Mosquitto, wait_for_port
 from tests.mqtt_schemas import MQTT_DOC
@@ -41,6 +42,20 @@ class DocBroker(Mosquitto):
     """Mosquitto with the doc's listener settings, ACL file and password file."""
 
     accounts: dict[str, str] = field(default_factory=lambda: dict(PASSWORDS))
+    tls: bool = False  # a TLS listener with a private CA (``ca``), made in the work directory
+
+    @property
+    def ca(self) -> Path:
+        return self.workdir / "ca.crt"
+
+    def _listener(self) -> str:
+        line = f"listener {self.port} {self.host}"
+        if self.tls:
+            if not self.ca.exists():
+                make_certificates(self.workdir)
+            cert, key = self.workdir / "server.crt", self.workdir / "server.key"
+            line += f"\ncafile {self.ca}\ncertfile {cert}\nkeyfile {key}"
+        return line
 
     def start(self) -> DocBroker:
         self.binary = self.binary or shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -60,7 +75,7 @@ class DocBroker(Mosquitto):
             passwd.chmod(0o600)
             shutil.chown(acl, "mosquitto", "mosquitto")
         conf_lines = [
-            f"listener {self.port} {self.host}"
+            self._listener()
             if line.startswith("listener ")
             else line.replace("/etc/mosquitto/passwd", str(passwd)).replace(
                 "/etc/mosquitto/progressive.acl", str(acl)
@@ -77,3 +92,64 @@ class DocBroker(Mosquitto):
         )
         wait_for_port(self.host, self.port)
         return self
+
+
+def make_certificates(where: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1 (openssl), for TLS tests."""
+    ca_key, ca, key, csr, cert = (
+        where / n for n in ("ca.key", "ca.crt", "server.key", "server.csr", "server.crt")
+    )
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=progressived test CA",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+    )
+    ext = where / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+        "-out",
+        str(cert),
+    )
+    for path in (ca, cert, key):
+        path.chmod(0o644)
+        shutil.chown(path, "mosquitto", "mosquitto")
+    return ca, cert, key

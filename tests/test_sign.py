@@ -225,3 +225,45 @@ async def test_the_command_takes_the_password_from_a_file_or_the_environment(
         )
         no_ca = await asyncio.to_thread(sign_cli, *base, "--cafile", str(tmp_path / "ca.pem"))
         assert no_ca.returncode == 2 and "TLS CA file" in no_ca.stderr
+
+
+async def test_tls_with_the_brokers_ca_and_a_clear_line_without_it() -> None:
+    with DocBroker(tls=True) as broker:
+        ca = broker.ca
+        tls = aiomqtt.TLSParameters(ca_certs=str(ca))
+        async with aiomqtt.Client(
+            broker.host,
+            broker.port,
+            username="tcp-07",
+            password=PASSWORDS["tcp-07"],
+            tls_params=tls,
+        ) as controller:
+            await controller.publish(
+                "progressive/table/tcp-07/meter/main",
+                msg(display="$1,000.45", state="open", seq=3),
+                qos=1,
+                retain=True,
+            )
+        base = ["--port", str(broker.port), "--table", "tcp-07", "--username", "sign-lobby"]
+        env = {"PROGRESSIVE_SIGN_PASSWORD": PASSWORDS["sign-lobby"]}
+        ok = await asyncio.to_thread(
+            sign_cli, *base, "--cafile", str(ca), "--plain", "--count", "1", env=env
+        )
+        assert (ok.returncode, ok.stdout) == (0, "main $1,000.45 OPEN\n"), ok.stderr
+        # Without the broker's CA the handshake fails: said (once), and retried.
+        err = io.StringIO()
+        login = BrokerLogin(
+            broker.host, broker.port, "sign-lobby", PASSWORDS["sign-lobby"], tls=True
+        )
+        sign = asyncio.create_task(
+            run_sign(login, "progressive", "tcp-07", "main", out=io.StringIO(), err=err)
+        )
+        await asyncio.sleep(1.5)
+        assert not sign.done()
+        sign.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sign
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"sign: broker mqtts://127.0.0.1:{broker.port} unreachable (")
+    assert "CERTIFICATE_VERIFY_FAILED" in lines[0]
