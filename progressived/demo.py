@@ -178,7 +178,7 @@ async def _watch(
 ) -> None:
     """Subscribe as a sign does: the sign frame and, in words, each table event."""
     async with aiomqtt.Client(host, port) as client:
-        await client.subscribe("progressive/#", qos=1)
+        await client.subscribe(f"progressive/table/{TABLE}/#", qos=1)
         async for message in client.messages:
             payload = message.payload
             if not isinstance(payload, (bytes, bytearray)):
@@ -213,7 +213,7 @@ def _banner(work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep
             f"ledger      {work / 'ledger.db'}",
             f"metrics     http://127.0.0.1:{metrics_port}/metrics",
             f"logs        {work / 'daemon.log'}, {work / 'board.log'}",
-            f"sign        progressivectl sign --port {broker.port}",
+            f"sign        progressivectl sign --port {broker.port} --table {TABLE}",
         ]
     )
 
@@ -335,7 +335,7 @@ def _play(
             threads.append(
                 tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
             )
-            view = SignView("progressive", "main")
+            view = SignView("progressive", "main", TABLE)
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
             watcher = loop.create_task(_watch(host, port, view, events, screen, plain=headless))

@@ -1,7 +1,9 @@
 """A terminal meter sign: subscribes as a real sign would and draws the meter in big digits.
 
 The view (:class:`SignView`) is pure — messages in, text out — so it is tested without a
-terminal; :func:`run_sign` is the MQTT loop around it.
+terminal; :func:`run_sign` is the MQTT loop around it. A sign shows one table's meter and
+subscribes to that table's topics only; a new ``boot`` in the table's ``online`` status
+restarts its ``seq`` expectation (docs/mqtt.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from typing import Any, TextIO
 
 import aiomqtt
 
+from progressived.mqtt.payloads import event_topic, meter_topic, status_topic
+from progressived.sign_broker import (
+    EXIT_NOT_AUTHORISED,
+    BrokerLogin,
+    NotAuthorised,
+    not_authorised,
+    why_unreachable,
+)
 from progressived.sign_screen import redraw
 
 _FONT: dict[str, tuple[str, ...]] = {
@@ -55,6 +65,7 @@ class SignView:
 
     prefix: str
     meter_id: str
+    table_id: str
     display: str = "----"
     state: str = "waiting"
     seq: int = -1
@@ -63,6 +74,12 @@ class SignView:
     banner_until: float = 0.0
     banner_table: str = ""
     seen_events: set[tuple[str, int]] = field(default_factory=set)
+    boot: str = ""  # the controller run whose meter seqs this view follows
+    waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
+
+    @property
+    def meter_topic(self) -> str:
+        return meter_topic(self.prefix, self.table_id, self.meter_id)
 
     def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
@@ -74,7 +91,7 @@ class SignView:
         if not isinstance(data, dict):
             return False
         parts = topic.split("/")
-        if topic == f"{self.prefix}/meter/{self.meter_id}":
+        if topic == self.meter_topic:
             seq = data.get("seq")
             if isinstance(seq, int) and seq < self.seq:
                 return False  # an older value delivered late
@@ -82,10 +99,16 @@ class SignView:
             self.display = str(data.get("display", self.display))
             self.state = str(data.get("state", self.state))
             return True
-        if len(parts) >= 2 and parts[-1] == "status":
+        if topic == status_topic(self.prefix, self.table_id):
             self.tables[parts[-2]] = str(data.get("status", "?"))
+            boot = data.get("boot")
+            if data.get("status") == "online" and isinstance(boot, str) and boot != self.boot:
+                # A new run of the controller: its seqs start again, and a stale or forged
+                # high seq retained from before must not freeze the sign.
+                self.boot = boot
+                self.seq = -1
             return True
-        if len(parts) >= 2 and parts[-1] == "event":
+        if topic == event_topic(self.prefix, self.table_id):
             key = (str(data.get("table")), int(data.get("seq", -1)))
             if key in self.seen_events:
                 return False  # a repeat after a reconnect: same ledger seq
@@ -118,7 +141,8 @@ class SignView:
     def status_line(self) -> str:
         if self.offline:
             return "OFFLINE"
-        return {"pending": "PENDING", "closed": "CLOSED", "open": "", "waiting": "waiting..."}.get(
+        waiting = f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
+        return {"pending": "PENDING", "closed": "CLOSED", "open": "", "waiting": waiting}.get(
             self.state, self.state.upper()
         )
 
@@ -142,26 +166,65 @@ class SignView:
         return f"{self.meter_id} {self.display} {status}{banner}"
 
 
+def _refused(granted: object) -> bool:
+    """Whether a SUBACK refused the subscription (0x80, or an MQTT 5 failure code)."""
+    codes = granted if isinstance(granted, (list, tuple)) else [granted]
+    for code in codes:
+        value = getattr(code, "value", code)
+        if isinstance(value, int) and value >= 0x80:
+            return True
+    return False
+
+
 async def run_sign(
-    host: str,
-    port: int,
+    login: BrokerLogin,
     prefix: str,
+    table_id: str,
     meter_id: str,
     *,
     out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
     plain: bool = False,
     count: int | None = None,
     reconnect_s: float = 1.0,
 ) -> int:
-    """Subscribe and draw until interrupted (or after ``count`` updates)."""
-    view = SignView(prefix, meter_id)
+    """Subscribe to one table's meter and draw until interrupted (or after ``count`` updates).
+
+    An unreachable broker is retried every ``reconnect_s``; a refused login or subscription
+    is reported in one line and returns ``EXIT_NOT_AUTHORISED`` (retrying cannot help).
+    """
+    view = SignView(prefix, meter_id, table_id)
+    view.waiting_for = f"a controller to publish {view.meter_topic} on {login.url}"
+    topics = (
+        status_topic(prefix, table_id),  # first: a new boot restarts the seq expectation
+        view.meter_topic,
+        event_topic(prefix, table_id),
+    )
     updates = 0
+    unreachable = ""
+
+    def notice(line: str) -> None:
+        err.write(f"sign: {line}\n")
+        err.flush()
+
+    def draw() -> None:
+        if plain:
+            out.write(view.plain() + "\n")
+        else:
+            out.write(redraw(view.render(), out))
+        out.flush()
+
     while True:
         try:
-            async with aiomqtt.Client(host, port, identifier=None) as client:
-                await client.subscribe(f"{prefix}/meter/{meter_id}", qos=1)
-                await client.subscribe(f"{prefix}/table/+/status", qos=1)
-                await client.subscribe(f"{prefix}/table/+/event", qos=1)
+            async with login.client() as client:
+                for topic in topics:
+                    if _refused(await client.subscribe(topic, qos=1)):
+                        raise NotAuthorised(f"not authorised to read {topic}")
+                unreachable = ""
+                if view.state == "waiting":
+                    notice(f"connected; waiting for {view.waiting_for}")
+                    if not plain:
+                        draw()
                 async for message in client.messages:
                     payload = message.payload
                     if not isinstance(payload, (bytes, bytearray)):
@@ -169,20 +232,29 @@ async def run_sign(
                     if not view.apply(str(message.topic), bytes(payload)):
                         continue
                     updates += 1
-                    if plain:
-                        out.write(view.plain() + "\n")
-                    else:
-                        out.write(redraw(view.render(), out))
-                    out.flush()
+                    draw()
                     if count is not None and updates >= count:
                         return 0
-        except aiomqtt.MqttError:
+        except NotAuthorised as exc:
+            notice(f"broker {login.url} refused this sign: {exc} (check the ACL)")
+            return EXIT_NOT_AUTHORISED
+        except aiomqtt.MqttError as exc:
+            if not_authorised(exc):
+                who = f"user {login.username!r}" if login.username else "an anonymous sign"
+                notice(
+                    f"broker {login.url} refused the login of {who}: not authorised "
+                    "(check --username and the password)"
+                )
+                return EXIT_NOT_AUTHORISED
+            reason = why_unreachable(exc)
+            if reason != unreachable:
+                unreachable = reason
+                notice(
+                    f"broker {login.url} unreachable ({reason}); retrying every {reconnect_s:g}s"
+                )
             view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
-                "?": "broker unreachable"
+                table_id: "broker unreachable"
             }
-            if plain:
-                out.write(f"{meter_id} broker unreachable\n")
-            else:
-                out.write(redraw(view.render(), out))
-            out.flush()
+            if not plain:
+                draw()
             await asyncio.sleep(reconnect_s)

@@ -20,8 +20,10 @@ import aiomqtt
 
 from drivers.board_sim import BoardSimulator
 from progressived.broker import Mosquitto
+from tests.mqtt_schemas import problems
 
 TABLE = "it-1"
+METER_TOPIC = f"progressive/table/{TABLE}/meter/main"
 
 
 def write_config(tmp: Path, broker: Mosquitto, link: Path, **extra: str) -> Path:
@@ -73,10 +75,12 @@ level = "debug"
 
 @dataclass
 class Subscriber:
-    """An independent sign: records every message it receives, across broker restarts."""
+    """An independent sign: records every message it receives, across broker restarts, and
+    every way one differs from docs/mqtt.md's schemas (``table`` fails the test on any)."""
 
     broker: Mosquitto
     messages: list[tuple[str, dict[str, Any], bool]] = field(default_factory=list)
+    schema_problems: list[str] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -89,9 +93,9 @@ class Subscriber:
                     async for message in client.messages:
                         payload = message.payload
                         if isinstance(payload, (bytes, bytearray)):
-                            self.messages.append(
-                                (str(message.topic), json.loads(payload), bool(message.retain))
-                            )
+                            data = json.loads(payload)
+                            self.messages.append((str(message.topic), data, bool(message.retain)))
+                            self.schema_problems.extend(problems(str(message.topic), data))
             except aiomqtt.MqttError:
                 await asyncio.sleep(0.1)
 
@@ -113,7 +117,7 @@ class Subscriber:
         ]
 
     def meters(self) -> list[dict[str, Any]]:
-        return [m for t, m, _ in self.messages if t == "progressive/meter/main"]
+        return [m for t, m, _ in self.messages if t == METER_TOPIC]
 
     async def wait(self, predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
         async with asyncio.timeout(timeout):
@@ -190,3 +194,5 @@ async def table(tmp: Path, *, persistence: bool = True, **extra: str):  # type: 
                 t.kill(signal.SIGTERM)
             await sub.stop()
             await sim.stop()
+        # Every message the daemon published matches docs/mqtt.md (kinds, keys, types).
+        assert not sub.schema_problems, "\n".join(sub.schema_problems[:20])

@@ -168,6 +168,9 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
         answer = await asyncio.to_thread(as_nobody, sock)
         assert '"ok": false' in answer
         assert "not in group dialout" in answer
+        # The signs were told of each (and `table` checks every message against docs/mqtt.md).
+        for kind in ("operator_close", "operator_open", "parameter_changed", "control_refused"):
+            await t.sub.wait_event(kind)
 
     db = tmp_path / "ledger.db"
     assert [r["operator"] for r in journal(db, "operator_close")] == ["ops-7"]

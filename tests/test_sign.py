@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import aiomqtt
 
-from progressived.broker import Mosquitto
-from progressived.sign import SignView, big, run_sign
+from progressived.broker import Mosquitto, free_port
+from progressived.sign import SignView, _refused, big, run_sign
+from progressived.sign_broker import EXIT_NOT_AUTHORISED, BrokerLogin
 from progressived.sign_screen import HOME_CLEAR, Screen, redraw
+from tests.doc_broker import PASSWORDS, DocBroker
+
+METER = "progressive/table/t1/meter/main"
 
 
 def msg(**data: object) -> bytes:
@@ -25,57 +33,90 @@ def test_big_digits_render_every_character() -> None:
 
 
 def test_view_shows_meter_pending_closed_and_offline() -> None:
-    view = SignView("progressive", "main")
-    assert view.apply("progressive/meter/main", msg(display="$1,000.45", state="open", seq=3))
+    view = SignView("progressive", "main", "t1")
+    assert view.apply(METER, msg(display="$1,000.45", state="open", seq=3))
     assert view.plain() == "main $1,000.45 OPEN"
-    view.apply("progressive/meter/main", msg(display="$1,000.00", state="pending", seq=4))
+    view.apply(METER, msg(display="$1,000.00", state="pending", seq=4))
     assert "PENDING" in view.render()
     # An older value delivered late does not go back.
-    assert not view.apply("progressive/meter/main", msg(display="$999.00", state="open", seq=2))
+    assert not view.apply(METER, msg(display="$999.00", state="open", seq=2))
     assert view.display == "$1,000.00"
-    view.apply("progressive/meter/main", msg(display="$1,000.00", state="closed", seq=5))
+    view.apply(METER, msg(display="$1,000.00", state="closed", seq=5))
     assert "CLOSED" in view.render()
-    view.apply("progressive/table/t1/status", msg(status="offline"))
+    view.apply("progressive/table/t1/status", msg(status="offline", table="t1"))
     assert view.status_line() == "OFFLINE"
 
 
 def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
-    view = SignView("progressive", "main")
+    view = SignView("progressive", "main", "t1")
     event = msg(
-        kind="award_keyed", table="t7", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9
+        kind="award_keyed", table="t1", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9
     )
-    assert view.apply("progressive/table/t7/event", event, now=0.0)
-    assert "table t7 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
-    assert not view.apply("progressive/table/t7/event", event, now=2.0)  # repeat, same seq
+    assert view.apply("progressive/table/t1/event", event, now=0.0)
+    assert "table t1 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
+    assert not view.apply("progressive/table/t1/event", event, now=2.0)  # repeat, same seq
     assert "WINNER" not in view.render(now=31.0)
-    assert not view.apply("progressive/meter/main", b"\xff not json")
-    assert not view.apply("progressive/meter/main", b"[1, 2]")
+    assert not view.apply(METER, b"\xff not json")
+    assert not view.apply(METER, b"[1, 2]")
+
+
+def test_view_reads_only_its_own_table() -> None:
+    view = SignView("progressive", "main", "t1")
+    assert view.apply(METER, msg(display="$1,000.00", state="open", seq=3))
+    # Another table's meter, its events and the old shared topic are not this sign's.
+    assert not view.apply("progressive/table/t2/meter/main", msg(display="$9.00", seq=99))
+    assert not view.apply("progressive/meter/main", msg(display="$9.00", seq=99))
+    award = msg(kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4)
+    assert not view.apply("progressive/table/t2/event", award)
+    assert not view.apply("progressive/table/t2/status", msg(status="offline"))
+    assert view.display == "$1,000.00" and view.status_line() == ""
+
+
+def test_a_new_boot_restarts_the_seq_expectation_and_the_same_boot_does_not() -> None:
+    view = SignView("progressive", "main", "t1")
+    status = "progressive/table/t1/status"
+    view.apply(status, msg(status="online", table="t1", boot="b1"))
+    assert view.apply(METER, msg(display="$9,999,999.00", state="open", seq=10**12))  # stale/forged
+    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    # Reconnecting to the same run (retained status again) keeps the expectation...
+    view.apply(status, msg(status="online", table="t1", boot="b1"))
+    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    # ...its offline will does not reset it; the next run's online status does.
+    view.apply(status, msg(status="offline", table="t1", boot="b1"))
+    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    view.apply(status, msg(status="online", table="t1", boot="b2"))
+    assert view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    assert view.display == "$1,000.00"
+    assert not view.apply(METER, msg(display="$999.00", state="open", seq=6))
+
+
+def test_waiting_says_for_what() -> None:
+    view = SignView("progressive", "main", "t1")
+    view.waiting_for = f"a controller to publish {METER} on mqtt://127.0.0.1:1883"
+    assert f"waiting for a controller to publish {METER} on mqtt://127.0.0.1:1883" in view.render()
 
 
 async def test_sign_subscribes_like_a_real_sign(mosquitto: Mosquitto) -> None:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
+    login = BrokerLogin(mosquitto.host, mosquitto.port)
     sign = asyncio.create_task(
-        run_sign(
-            mosquitto.host, mosquitto.port, "progressive", "main", out=out, plain=True, count=2
-        )
+        run_sign(login, "progressive", "t1", "main", out=out, err=err, plain=True, count=2)
     )
     await asyncio.sleep(0.5)
     async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
         await client.publish(
-            "progressive/meter/main",
+            METER,
             msg(display="$1,500.00", state="open", seq=1),
             qos=1,
             retain=True,
         )
-        await client.publish(
-            "progressive/meter/main", msg(display="$1,500.25", state="pending", seq=2), qos=1
-        )
+        await client.publish(METER, msg(display="$1,500.25", state="pending", seq=2), qos=1)
     assert await asyncio.wait_for(sign, 10) == 0
     assert out.getvalue().splitlines() == ["main $1,500.00 OPEN", "main $1,500.25 PENDING"]
 
 
 def test_winner_banner_clears_when_that_table_locks_its_next_round() -> None:
-    view = SignView("progressive", "main")
+    view = SignView("progressive", "main", "t7")
     win = msg(
         kind="award_keyed", table="t7", seat=3, hand="akq-spades", cents=100045, meter="main", seq=2
     )
@@ -154,18 +195,21 @@ def test_screen_redraws_when_the_prompt_appears() -> None:
 
 async def test_sign_not_on_a_terminal_appends_frames_without_escapes(mosquitto: Mosquitto) -> None:
     out = io.StringIO()  # not a terminal, e.g. `progressivectl sign > sign.log`
+    login = BrokerLogin(mosquitto.host, mosquitto.port)
     sign = asyncio.create_task(
-        run_sign(mosquitto.host, mosquitto.port, "progressive", "main", out=out, count=2)
+        run_sign(login, "progressive", "t1", "main", out=out, err=io.StringIO(), count=2)
     )
     await asyncio.sleep(0.5)
     async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
         for seq, display in ((1, "$1,500.00"), (2, "$1,500.25")):
             payload = msg(display=display, state="open", seq=seq)
-            await client.publish("progressive/meter/main", payload, qos=1)
+            await client.publish(METER, payload, qos=1)
     assert await asyncio.wait_for(sign, 10) == 0
     text = out.getvalue()
     assert "\x1b" not in text
-    assert text.count("progressive main") == 2  # both frames, one after the other
+    # the waiting frame, then both meter frames, one after the other
+    assert text.count("progressive main") == 3
+    assert text.index("waiting for a controller") < text.index(big("$1,500.00"))
     assert text.index(big("$1,500.00")) < text.index(big("$1,500.25"))
 
 
@@ -176,3 +220,158 @@ def test_redraw_draws_over_the_last_frame_only_on_a_terminal() -> None:
 
     assert redraw("frame", Terminal()) == HOME_CLEAR + "frame\n"
     assert redraw("frame", io.StringIO()) == "frame\n"
+
+
+async def test_with_no_controller_the_sign_says_what_it_waits_for() -> None:
+    with DocBroker() as broker:
+        out, err = io.StringIO(), io.StringIO()
+        login = BrokerLogin(broker.host, broker.port, "sign-lobby", PASSWORDS["sign-lobby"])
+        sign = asyncio.create_task(
+            run_sign(login, "progressive", "tcp-07", "main", out=out, err=err)
+        )
+        await asyncio.sleep(1.0)
+        assert not sign.done()
+        sign.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sign
+    expected = (
+        "waiting for a controller to publish progressive/table/tcp-07/meter/main "
+        f"on mqtt://127.0.0.1:{broker.port}"
+    )
+    assert err.getvalue() == f"sign: connected; {expected}\n"
+    assert expected in out.getvalue()  # and the screen is not blank
+
+
+async def test_a_refused_login_is_not_authorised_not_unreachable() -> None:
+    with DocBroker() as broker:
+        for user, password in (("sign-lobby", "wrong"), (None, None)):
+            err = io.StringIO()
+            login = BrokerLogin(broker.host, broker.port, user, password)
+            status = await asyncio.wait_for(
+                run_sign(login, "progressive", "tcp-07", "main", out=io.StringIO(), err=err), 10
+            )
+            assert status == EXIT_NOT_AUTHORISED
+            lines = err.getvalue().splitlines()
+            assert len(lines) == 1 and "not authorised" in lines[0], lines
+            assert "unreachable" not in lines[0]
+            assert (f"user {user!r}" if user else "an anonymous sign") in lines[0]
+
+
+def test_a_failed_suback_counts_as_refused() -> None:
+    # Mosquitto's acl_file grants any subscription and then delivers nothing the ACL denies;
+    # a broker that answers 0x80 (or an MQTT 5 failure code) is reported as not authorised.
+    assert _refused([128]) and _refused((0x87,)) and not _refused([1]) and not _refused(0)
+
+
+async def test_an_unreachable_broker_is_retried_and_said_once() -> None:
+    err = io.StringIO()
+    port = free_port()  # nothing listens here
+    login = BrokerLogin("127.0.0.1", port, "sign-lobby", "pw")
+    sign = asyncio.create_task(
+        run_sign(login, "progressive", "t1", "main", out=io.StringIO(), err=err, reconnect_s=0.1)
+    )
+    await asyncio.sleep(1.0)
+    assert not sign.done()  # still retrying
+    sign.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sign
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1, lines  # once per outage, not once per attempt
+    assert lines[0].startswith(f"sign: broker mqtt://127.0.0.1:{port} unreachable (")
+    assert lines[0].endswith("retrying every 0.1s")
+
+
+def sign_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "progressived.cli.ctl", "sign", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **(env or {})},
+    )
+
+
+async def test_the_command_takes_the_password_from_a_file_or_the_environment(
+    tmp_path: Path,
+) -> None:
+    with DocBroker() as broker:
+        async with aiomqtt.Client(
+            broker.host, broker.port, username="tcp-07", password=PASSWORDS["tcp-07"]
+        ) as controller:
+            await controller.publish(
+                "progressive/table/tcp-07/meter/main",
+                msg(display="$1,000.45", state="open", seq=3),
+                qos=1,
+                retain=True,
+            )
+        base = ["--port", str(broker.port), "--table", "tcp-07", "--username", "sign-lobby"]
+        secret = tmp_path / "sign.pw"
+        secret.write_text(PASSWORDS["sign-lobby"] + "\n")
+        ok = await asyncio.to_thread(
+            sign_cli, *base, "--password-file", str(secret), "--plain", "--count", "1"
+        )
+        assert (ok.returncode, ok.stdout) == (0, "main $1,000.45 OPEN\n"), ok.stderr
+        env_ok = await asyncio.to_thread(
+            sign_cli,
+            *base,
+            "--plain",
+            "--count",
+            "1",
+            env={"PROGRESSIVE_SIGN_PASSWORD": PASSWORDS["sign-lobby"]},
+        )
+        assert (env_ok.returncode, env_ok.stdout) == (0, "main $1,000.45 OPEN\n"), env_ok.stderr
+        wrong = await asyncio.to_thread(sign_cli, *base, env={"PROGRESSIVE_SIGN_PASSWORD": "wrong"})
+        assert wrong.returncode == 3
+        assert wrong.stderr.count("\n") == 1 and "not authorised" in wrong.stderr
+        missing = await asyncio.to_thread(
+            sign_cli, *base, "--password-file", str(tmp_path / "nope")
+        )
+        assert missing.returncode == 2
+        assert missing.stderr == (
+            f"progressivectl sign: cannot read the password file {tmp_path / 'nope'}: "
+            "No such file or directory\n"
+        )
+        no_ca = await asyncio.to_thread(sign_cli, *base, "--cafile", str(tmp_path / "ca.pem"))
+        assert no_ca.returncode == 2 and "TLS CA file" in no_ca.stderr
+
+
+async def test_tls_with_the_brokers_ca_and_a_clear_line_without_it() -> None:
+    with DocBroker(tls=True) as broker:
+        ca = broker.ca
+        tls = aiomqtt.TLSParameters(ca_certs=str(ca))
+        async with aiomqtt.Client(
+            broker.host,
+            broker.port,
+            username="tcp-07",
+            password=PASSWORDS["tcp-07"],
+            tls_params=tls,
+        ) as controller:
+            await controller.publish(
+                "progressive/table/tcp-07/meter/main",
+                msg(display="$1,000.45", state="open", seq=3),
+                qos=1,
+                retain=True,
+            )
+        base = ["--port", str(broker.port), "--table", "tcp-07", "--username", "sign-lobby"]
+        env = {"PROGRESSIVE_SIGN_PASSWORD": PASSWORDS["sign-lobby"]}
+        ok = await asyncio.to_thread(
+            sign_cli, *base, "--cafile", str(ca), "--plain", "--count", "1", env=env
+        )
+        assert (ok.returncode, ok.stdout) == (0, "main $1,000.45 OPEN\n"), ok.stderr
+        # Without the broker's CA the handshake fails: said (once), and retried.
+        err = io.StringIO()
+        login = BrokerLogin(
+            broker.host, broker.port, "sign-lobby", PASSWORDS["sign-lobby"], tls=True
+        )
+        sign = asyncio.create_task(
+            run_sign(login, "progressive", "tcp-07", "main", out=io.StringIO(), err=err)
+        )
+        await asyncio.sleep(1.5)
+        assert not sign.done()
+        sign.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sign
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"sign: broker mqtts://127.0.0.1:{broker.port} unreachable (")
+    assert "CERTIFICATE_VERIFY_FAILED" in lines[0]

@@ -479,7 +479,15 @@ def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
     # A second press of the same seat and hand turns it off.
     for keyed in state.keyed:
         if (keyed.seat, keyed.hand) == (seat, hand):
-            return _accept(state, [HandUnkeyed(at=cmd.at, round=state.round, seat=seat, hand=hand)])
+            unkeyed = HandUnkeyed(
+                at=cmd.at,
+                round=state.round,
+                seat=seat,
+                hand=hand,
+                source=keyed.source,
+                units=keyed.units,
+            )
+            return _accept(state, [unkeyed])
     for award in state.awards:
         if (award.seat, award.hand) == (seat, hand):
             if award.confirmed:

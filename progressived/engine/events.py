@@ -121,10 +121,16 @@ class HandKeyed(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandUnkeyed(Event):
-    """A second press turned a tray or envy-only hand off."""
+    """A second press turned a tray or envy-only hand off.
+
+    ``source`` and ``units`` are those of the :class:`HandKeyed` it turns off (the defaults
+    read rows journaled before they were recorded).
+    """
 
     kind: ClassVar[str] = "hand_unkeyed"
     hand: str
+    source: str = "none"
+    units: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

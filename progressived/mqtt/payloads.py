@@ -2,9 +2,14 @@
 
 Topic names and JSON keys are contracts with the signs (docs/mqtt.md):
 
-* ``<prefix>/meter/<meter-id>`` — retained, QoS 1: the meter as a sign shows it;
-* ``<prefix>/table/<table-id>/status`` — retained: online / offline (the last will);
+* ``<prefix>/table/<table-id>/meter/<meter-id>`` — retained, QoS 1: the meter as a sign
+  shows it;
+* ``<prefix>/table/<table-id>/status`` — retained: online (with the daemon's ``boot`` id) /
+  offline (the last will);
 * ``<prefix>/table/<table-id>/event`` — QoS 1: what happened, each with its ledger ``seq``.
+
+Every topic a controller writes carries its table id, so a broker ACL
+(``pattern write <prefix>/table/%u/#``) confines each controller to its own table.
 """
 
 from __future__ import annotations
@@ -40,15 +45,28 @@ class Topics:
     table_id: str
 
     def meter(self, meter_id: str) -> str:
-        return f"{self.prefix}/meter/{meter_id}"
+        return meter_topic(self.prefix, self.table_id, meter_id)
 
     @property
     def status(self) -> str:
-        return f"{self.prefix}/table/{self.table_id}/status"
+        return status_topic(self.prefix, self.table_id)
 
     @property
     def event(self) -> str:
-        return f"{self.prefix}/table/{self.table_id}/event"
+        return event_topic(self.prefix, self.table_id)
+
+
+def meter_topic(prefix: str, table_id: str, meter_id: str) -> str:
+    """The retained meter topic: under the table, so only that table's controller may write it."""
+    return f"{prefix}/table/{table_id}/meter/{meter_id}"
+
+
+def status_topic(prefix: str, table_id: str) -> str:
+    return f"{prefix}/table/{table_id}/status"
+
+
+def event_topic(prefix: str, table_id: str) -> str:
+    return f"{prefix}/table/{table_id}/event"
 
 
 def dumps(payload: Mapping[str, Any]) -> str:
@@ -80,13 +98,17 @@ def meter_payload(
 
 
 def status_payload(
-    *, table_id: str, online: bool, ts: str = "", version: str = ""
+    *, table_id: str, online: bool, ts: str = "", version: str = "", boot: str = ""
 ) -> dict[str, Any]:
+    """``boot`` names one run of the daemon: a sign that sees a new one restarts its ``seq``
+    expectation, so a stale or forged high meter ``seq`` cannot freeze it."""
     out: dict[str, Any] = {"table": table_id, "status": "online" if online else "offline"}
     if ts:
         out["ts"] = ts
     if version:
         out["version"] = version
+    if boot:
+        out["boot"] = boot
     return out
 
 
@@ -149,7 +171,12 @@ def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | Non
                 "cents": cents(event.units),
             }
         case HandUnkeyed():
-            return {**_base("hand_unkeyed", table_id, seq, event), "hand": event.hand}
+            return {
+                **_base("hand_unkeyed", table_id, seq, event),
+                "hand": event.hand,
+                "source": event.source,
+                "cents": cents(event.units),
+            }
         case EnvyPaid():
             return {
                 **_base("envy", table_id, seq, event),

@@ -10,7 +10,8 @@
   can report "connected" before the broker has acknowledged. Attempts back off
   exponentially up to ``reconnect_max_s``.
 * The last will marks the table offline if the daemon dies; a clean stop publishes the
-  same offline status itself before disconnecting.
+  same offline status itself before disconnecting. Every status carries this run's ``boot``
+  id: a sign restarts its meter ``seq`` expectation when it sees a new one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import ssl
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -83,6 +85,7 @@ class SignPublisher:
         self.version = version
         self.clock = clock
         self.hooks = hooks or _NoHooks()
+        self.boot = uuid.uuid4().hex  # one run of the daemon, announced in every status
         self.connected = False
         self.attempts = 0
         self._wake = asyncio.Event()
@@ -123,7 +126,9 @@ class SignPublisher:
             tls_insecure = s.tls.insecure
         will = aiomqtt.Will(
             topic=self.topics.status,
-            payload=dumps(status_payload(table_id=self.topics.table_id, online=False)),
+            payload=dumps(
+                status_payload(table_id=self.topics.table_id, online=False, boot=self.boot)
+            ),
             qos=1,
             retain=True,
         )
@@ -159,6 +164,7 @@ class SignPublisher:
                                 online=True,
                                 ts=self.clock(),
                                 version=self.version,
+                                boot=self.boot,
                             )
                         ),
                         qos=1,
@@ -236,7 +242,12 @@ class SignPublisher:
                 await client.publish(
                     self.topics.status,
                     dumps(
-                        status_payload(table_id=self.topics.table_id, online=False, ts=self.clock())
+                        status_payload(
+                            table_id=self.topics.table_id,
+                            online=False,
+                            ts=self.clock(),
+                            boot=self.boot,
+                        )
                     ),
                     qos=1,
                     retain=True,

@@ -1,0 +1,155 @@
+"""A real Mosquitto configured exactly as docs/mqtt.md says: its conf, ACL and accounts.
+
+The conf, ACL and ``mosquitto_passwd`` blocks are read from the doc; only the listener
+(a free loopback port) and the file locations (the broker's work directory) differ.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from progressived.broker import Mosquitto, wait_for_port
+from tests.mqtt_schemas import MQTT_DOC
+
+PASSWORDS = {"tcp-07": "pw-tcp-07", "tcp-08": "pw-tcp-08", "sign-lobby": "pw-sign-lobby"}
+
+
+def doc_block(after: str) -> str:
+    """The fenced block that follows the line naming ``after`` in docs/mqtt.md."""
+    text = MQTT_DOC.read_text()
+    match = re.search(re.escape(after) + r".*?\n```\n(.*?)```", text, flags=re.DOTALL)
+    assert match, f"docs/mqtt.md has no block after {after!r}"
+    return match.group(1)
+
+
+def doc_accounts() -> list[str]:
+    """The user names the doc's ``mosquitto_passwd`` commands create."""
+    users = []
+    for line in doc_block("`/etc/mosquitto/passwd`").splitlines():
+        words = shlex.split(line)
+        if words and words[0] == "mosquitto_passwd":
+            users.append(words[-1])
+    return users
+
+
+@dataclass
+class DocBroker(Mosquitto):
+    """Mosquitto with the doc's listener settings, ACL file and password file."""
+
+    accounts: dict[str, str] = field(default_factory=lambda: dict(PASSWORDS))
+    tls: bool = False  # a TLS listener with a private CA (``ca``), made in the work directory
+
+    @property
+    def ca(self) -> Path:
+        return self.workdir / "ca.crt"
+
+    def _listener(self) -> str:
+        line = f"listener {self.port} {self.host}"
+        if self.tls:
+            if not self.ca.exists():
+                make_certificates(self.workdir)
+            cert, key = self.workdir / "server.crt", self.workdir / "server.key"
+            line += f"\ncafile {self.ca}\ncertfile {cert}\nkeyfile {key}"
+        return line
+
+    def start(self) -> DocBroker:
+        self.binary = self.binary or shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self.workdir.chmod(0o777)
+        passwd = self.workdir / "passwd"
+        acl = self.workdir / "progressive.acl"
+        if not passwd.exists():
+            for user in doc_accounts():
+                create = ["-c"] if not passwd.exists() else []
+                subprocess.run(
+                    ["mosquitto_passwd", *create, "-b", str(passwd), user, self.accounts[user]],
+                    check=True,
+                    capture_output=True,
+                )
+            acl.write_text(doc_block("`/etc/mosquitto/progressive.acl`"))
+            shutil.chown(passwd, "mosquitto", "mosquitto")
+            passwd.chmod(0o600)
+            shutil.chown(acl, "mosquitto", "mosquitto")
+        conf_lines = [
+            self._listener()
+            if line.startswith("listener ")
+            else line.replace("/etc/mosquitto/passwd", str(passwd)).replace(
+                "/etc/mosquitto/progressive.acl", str(acl)
+            )
+            for line in doc_block("`/etc/mosquitto/conf.d/progressive.conf`").splitlines()
+        ]
+        conf = self.workdir / "mosquitto.conf"
+        conf.write_text(
+            "\n".join(conf_lines)
+            + f"\npersistence false\nlog_dest file {self.workdir / 'mosquitto.log'}\n"
+        )
+        self.proc = subprocess.Popen(
+            [self.binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_for_port(self.host, self.port)
+        return self
+
+
+def make_certificates(where: Path) -> tuple[Path, Path, Path]:
+    """A private CA and a server certificate for 127.0.0.1 (openssl), for TLS tests."""
+    ca_key, ca, key, csr, cert = (
+        where / n for n in ("ca.key", "ca.crt", "server.key", "server.csr", "server.crt")
+    )
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=progressived test CA",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+    )
+    ext = where / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+        "-out",
+        str(cert),
+    )
+    for path in (ca, cert, key):
+        path.chmod(0o644)
+        shutil.chown(path, "mosquitto", "mosquitto")
+    return ca, cert, key
