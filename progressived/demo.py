@@ -251,10 +251,37 @@ def run_demo(
     out.flush()
     status = 1
     try:
-        status = _play(work, link, config, broker.host, broker.port, headless, rounds, out)
+        status = _init_ledger(config, work / "ledger.db", out)
+        if status == 0:
+            status = _play(work, link, config, broker.host, broker.port, headless, rounds, out)
+    except KeyboardInterrupt:
+        # Ctrl-C at any moment, even while the processes start: one line, status 130.
+        # The children got the same SIGINT; a second Ctrl-C must not cut their cleanup.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
+        status = 130
     finally:
         broker.stop()
     return status
+
+
+def _init_ledger(config: Path, ledger: Path, out: IO[str]) -> int:
+    """`progressived init` for the demo's own ledger, as an operator does for a new table
+    (the daemon refuses a missing ledger); a ledger left in ``--workdir`` is kept."""
+    if ledger.exists():
+        print(f"init        kept the ledger of an earlier demo: {ledger}", file=out)
+        return 0
+    done = subprocess.run(
+        [*_progressived(), "init", "--config", str(config), "--operator", "demo"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        print(done.stderr.strip(), file=sys.stderr)
+        return done.returncode
+    print(f"init        {done.stdout.strip()}", file=out)
+    return 0
 
 
 def _play(
