@@ -213,7 +213,7 @@ def test_self_check_on_a_missing_ledger_is_one_line(tmp_path: Path) -> None:
 
 def test_simulate_refuses_a_ledger_of_another_table_or_paytable(tmp_path: Path) -> None:
     script = tmp_path / "s.txt"
-    script.write_text("bet 1\nkey LOCK\nunbet 1\nkey RECON\n")
+    script.write_text("bet 1\nlock\nreconcile\n")
     db = tmp_path / "sim.db"
     base = ("simulate", "--script", str(script), "--ledger", str(db))
     first = run(*CTL, *base, "--paytable", "tcp-sd-1", "--table", "sim-1")
@@ -347,3 +347,54 @@ def test_shell_completion_is_generated(shell: str) -> None:
     if shell == "bash":
         syntax = subprocess.run(["bash", "-n"], input=ctl.stdout, text=True, capture_output=True)
         assert syntax.returncode == 0, syntax.stderr
+
+
+def test_run_on_a_ledger_another_process_writes_is_one_line(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    assert run(*DAEMON, "init", "--config", str(cfg)).returncode == 0
+    with Ledger.open(tmp_path / "ledger.db", demo_params("t-1"), at=AT, create=False):
+        result = run(*DAEMON, "run", "--config", str(cfg))
+    assert result.returncode == 5
+    assert "is open for writing by another process" in one_line(result)
+
+
+def on_a_terminal(*cmd: str) -> tuple[int, str, str]:
+    """Run with standard error on a pseudo-terminal; returns (status, stdout, terminal)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24x100
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out = proc.stdout.read() if proc.stdout else ""
+    return proc.wait(timeout=60), out, seen.decode(errors="replace")
+
+
+def test_progress_on_a_terminal_only(busy_ledger: Path, tmp_path: Path) -> None:
+    status, out, terminal = on_a_terminal(*CTL, "ledger", "verify", "--db", str(busy_ledger))
+    assert status == 0 and ": OK: table t-p" in out
+    assert "verify:" in terminal and "rows" in terminal  # the bar, drawn on the terminal
+    piped = run(*CTL, "ledger", "verify", "--db", str(busy_ledger))
+    assert piped.returncode == 0 and piped.stderr == ""  # none into a pipe or a log
+
+    script = tmp_path / "long.txt"
+    script.write_text("bet 1\nlock\nreconcile\n" * 300)
+    args = (*CTL, "simulate", "--paytable", "tcp-sd-1", "--script", str(script), "--json")
+    status, out, terminal = on_a_terminal(*args)
+    assert status == 0 and len(json.loads(out)["rounds"]) == 300
+    assert "simulate:" in terminal and "lines" in terminal
+    quiet = run(*args)
+    assert quiet.returncode == 0 and quiet.stderr == ""

@@ -119,6 +119,7 @@ def verify(
         if progress is not None:
             total = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
             report.progress = lambda done: progress(done, total)
+            report.progress(0)
         _run(conn, report, path=path, replay=replay, integrity=integrity, max_problems=max_problems)
     except _TooMany:
         pass
@@ -126,6 +127,7 @@ def verify(
         raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
     finally:
         conn.close()
+    report.progress(report.rows)
     report.problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
     return report
 
