@@ -202,6 +202,8 @@ def test_check_config_reports_the_ledger_its_directory_and_the_group(tmp_path: P
     ok = run(*DAEMON, "check-config", str(good))
     assert ok.returncode == 0, ok.stderr
     assert ok.stderr == "" and ok.stdout.strip() == f"{good}: ok (t-1, paytable tcp-sd-1)"
+    # Reading the ledger left nothing beside it (root's -shm would lock out the daemon).
+    assert not list(tmp_path.glob("ledger.db-*"))
 
 
 def test_self_check_on_a_missing_ledger_is_one_line(tmp_path: Path) -> None:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived.cli.common import Exit
-from progressived.ledger import LedgerError
-from progressived.ledger.store import connect_readonly
+from progressived.ledger import LedgerError, schema
 from progressived.settings import DaemonConfig
 
 
@@ -81,20 +80,18 @@ def ledger(config: DaemonConfig) -> list[Finding]:
                 status=Exit.LEDGER_MISSING,
             )
         ]
+    if not _readable(path):
+        why = f"{path}: cannot read it as this user (run the check as the daemon's user)"
+        return [Finding("ledger.path", why, error=False, status=Exit.OK)]
     try:
-        conn = connect_readonly(path)
+        table = ledger_table(path)
     except LedgerError as exc:
-        if not _readable(path):
-            return [Finding("ledger.path", f"{exc} (run as the daemon's user)", False, Exit.OK)]
         missing = "never initialised" in str(exc)
         status = Exit.LEDGER_MISSING if missing else Exit.LEDGER_MISMATCH
         return [Finding("ledger.path", str(exc), error=True, status=status)]
-    try:
-        table = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("table_id")
-    except sqlite3.Error as exc:
-        return [Finding("ledger.path", f"{path}: not a ledger: {exc}", True, Exit.LEDGER_MISMATCH)]
-    finally:
-        conn.close()
+    except sqlite3.Error as exc:  # e.g. read while a running daemon checkpoints
+        why = f"{path}: cannot read the ledger's table now: {exc}"
+        return [Finding("ledger.path", why, error=False, status=Exit.OK)]
     if table != config.params.table_id:
         return [
             Finding(
@@ -106,6 +103,27 @@ def ledger(config: DaemonConfig) -> list[Finding]:
             )
         ]
     return []
+
+
+def ledger_table(path: Path) -> str | None:
+    """The table a ledger file belongs to, read without writing anything beside it.
+
+    ``immutable=1``: an ordinary read-only connection to a WAL ledger creates ``-wal`` and
+    ``-shm`` files, which, made by root (``check-config`` after an upgrade), the daemon's
+    user could not open afterwards. The table id is written once, when the ledger is made,
+    and ``init`` closes (checkpoints) the ledger, so the main file holds it.
+    """
+    uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        version = schema.file_version(conn)
+        schema.check_supported(version)
+        if version == 0:
+            raise LedgerError(f"{path}: an empty file: the ledger was never initialised")
+        found = conn.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()
+    finally:
+        conn.close()
+    return None if found is None else str(found[0])
 
 
 def _readable(path: Path) -> bool:
