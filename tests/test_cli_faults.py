@@ -333,9 +333,18 @@ def test_a_misspelled_flag_is_an_unknown_flag_not_a_missing_one(tmp_path: Path) 
     )
     assert adjust.returncode == 2
     assert "cannot reach the daemon" in one_line(adjust)
-    # An unknown flag with nothing required missing is reported the same way.
+    # An unknown flag with nothing required missing is reported the same way, by the
+    # subcommand (its usage, a suggestion), not as the top level's "unrecognized arguments".
     extra = run(*CTL, "par", "tcp-sd-1", "--jsn")
-    assert extra.returncode == 2 and "--jsn" in extra.stderr and "unrecognized" in extra.stderr
+    assert extra.returncode == 2
+    assert extra.stderr.splitlines()[-1] == (
+        "progressivectl par: error: unknown flag --jsn (did you mean --json?)"
+    )
+    nested = run(*CTL, "ledger", "verify", "--db", "x.db", "--deeep")
+    assert nested.returncode == 2
+    assert "progressivectl ledger verify: error: unknown flag --deeep (did you mean --deep?)" in (
+        nested.stderr
+    )
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])

@@ -53,11 +53,22 @@ class CliParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._seen: list[str] = []
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        self._top_level = True
+        return super().parse_args(args, namespace)
+
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         self._seen = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(args, namespace)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not getattr(self, "_top_level", False) and self.unknown_flags():
+            # A subcommand's parser: say so here, with its usage and a suggestion, rather
+            # than the top-level "unrecognized arguments".
+            self.error("unrecognized arguments")
+        return parsed, extras
 
     def unknown_flags(self) -> list[str]:
         """Tokens that look like flags this parser (or, before it, its parent) lacks."""
