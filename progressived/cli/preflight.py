@@ -119,7 +119,10 @@ def ledger_table(path: Path) -> str | None:
         version = schema.file_version(conn)
         schema.check_supported(version)
         if version == 0:
-            raise LedgerError(f"{path}: an empty file: the ledger was never initialised")
+            raise LedgerError(
+                f"{path}: an empty file: the ledger was never initialised (for a new table: "
+                "remove the empty file, then `progressived init`)"
+            )
         found = conn.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()
     finally:
         conn.close()

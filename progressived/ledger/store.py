@@ -259,20 +259,21 @@ class Ledger:
         at: str,
         software: str,
         snapshot_every: int,
-        mode: str,
+        presence: str,
         created_by: Mapping[str, str],
     ) -> Ledger:
+        """``presence``: ``any`` (create if missing), ``existing`` or ``new``."""
         try:
             chain.clean("table id", params.table_id)
             chain.clean("at", at)
         except ValueError as exc:
             raise LedgerError(str(exc)) from None
-        if mode != "any":
-            _check_presence(path, mode)
+        if presence != "any":
+            _check_presence(path, presence)
         lock_fd = _lock(path)
         try:
-            if mode != "any":
-                _check_presence(path, mode)  # again, now that no other process can init it
+            if presence != "any":
+                _check_presence(path, presence)  # again, now no other process can init it
             conn = sqlite3.connect(
                 path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
@@ -284,25 +285,27 @@ class Ledger:
             raise
         ledger = cls(path, conn, lock_fd, params, snapshot_every)
         try:
-            ledger._setup(at, software, mode, created_by)
+            ledger._setup(at, software, presence, created_by)
         except BaseException:
             ledger.close()
-            if mode == "new":  # a half-made ledger must not block the retry of init
+            if presence == "new":  # a half-made ledger must not block the retry of init
                 for leftover in ("", "-wal", "-shm", "-journal"):
                     with suppress(FileNotFoundError):
                         path.with_name(path.name + leftover).unlink()
             raise
         return ledger
 
-    def _setup(self, at: str, software: str, mode: str, created_by: Mapping[str, str]) -> None:
+    def _setup(
+        self, at: str, software: str, presence: str, created_by: Mapping[str, str]
+    ) -> None:
         conn = self._conn
         try:
             version = schema.file_version(conn)
             schema.check_supported(version)
-            if version == 0 and mode == "existing":
+            if version == 0 and presence == "existing":
                 raise LedgerMissing(
-                    f"ledger {self._path} is empty: it was never initialised "
-                    "(progressived init --config FILE)"
+                    f"ledger {self._path} is empty: it was never initialised (for a new "
+                    "table: remove the empty file, then `progressived init --config FILE`)"
                 )
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -811,16 +814,16 @@ def _with_prev(rows: list[tuple[Any, ...]], first_prev: str) -> list[tuple[Any, 
     return out
 
 
-def _check_presence(path: Path, mode: str) -> None:
+def _check_presence(path: Path, presence: str) -> None:
     """``existing``: the directory and the file must be there; ``new``: the file must not."""
-    if mode == "new" and (path.exists() or path.is_symlink()):
+    if presence == "new" and (path.exists() or path.is_symlink()):
         raise LedgerExists(
             f"{path} already exists: progressived init creates a new ledger and never "
             "overwrites one"
         )
     if not path.parent.is_dir():
         raise LedgerMissing(f"ledger directory {path.parent} does not exist")
-    if mode == "existing" and not path.exists():
+    if presence == "existing" and not path.exists():
         raise LedgerMissing(
             f"no ledger at {path}: a missing ledger is not an empty one; create a new table's "
             "ledger with `progressived init --config FILE`, or fix [ledger] path"
