@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import queue
 import shutil
@@ -249,6 +250,10 @@ def run_demo(
     print(f"logs        {work / 'daemon.log'}", file=out)
     print(f"sign        progressivectl sign --port {broker.port}", file=out)
     out.flush()
+    # The sign watcher's MQTT client logs through "mqtt"; without a handler Python prints
+    # its warnings raw, e.g. when a Ctrl-C stops the broker first. Its failures still end
+    # the demo (pump raises them).
+    logging.getLogger("mqtt").addHandler(logging.NullHandler())
     status = 1
     try:
         status = _init_ledger(config, work / "ledger.db", out)
@@ -258,11 +263,36 @@ def run_demo(
         # Ctrl-C at any moment, even while the processes start: one line, status 130.
         # The children got the same SIGINT; a second Ctrl-C must not cut their cleanup.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _close_loops()
         print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
         status = 130
     finally:
         broker.stop()
     return status
+
+
+# The sign watcher's event loop while the demo plays: a Ctrl-C that lands while it runs
+# leaves the MQTT client's tasks pending, and at exit they (and the client's socket
+# callbacks into a closed loop) would print tracebacks.
+_OPEN_LOOPS: list[asyncio.AbstractEventLoop] = []
+
+
+def _close_loops() -> None:
+    """Cancel what an interrupted loop still runs (the MQTT client disconnects), close it."""
+    while _OPEN_LOOPS:
+        loop = _OPEN_LOOPS.pop()
+        if loop.is_closed():
+            continue
+        # The broker got the same SIGINT: the client's teardown errors say nothing new.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def _init_ledger(config: Path, ledger: Path, out: IO[str]) -> int:
@@ -317,6 +347,7 @@ def _play(
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
             watcher = loop.create_task(_watch(host, port, view, events, out, plain=headless))
+            _OPEN_LOOPS.append(loop)  # for a Ctrl-C: see _close_loops
 
             def pump(seconds: float) -> None:
                 loop.run_until_complete(asyncio.sleep(seconds))

@@ -17,9 +17,6 @@ from contextlib import contextmanager
 from enum import IntEnum
 from typing import Any, NoReturn
 
-import shtab
-from tqdm import tqdm
-
 
 class Exit(IntEnum):
     """Exit statuses of ``progressived`` and ``progressivectl`` (docs/operations.md)."""
@@ -113,6 +110,8 @@ def add_completion(sub: Any, parser_of: Callable[[], argparse.ArgumentParser]) -
     p.add_argument("shell", choices=("bash", "zsh", "tcsh"))
 
     def run(args: argparse.Namespace) -> int:
+        import shtab  # noqa: PLC0415 - only this command needs it
+
         parser = parser_of()
         print(shtab.complete(parser, shell=args.shell))
         return Exit.OK
@@ -125,6 +124,11 @@ def guarded(prog: str, body: Callable[[], int]) -> int:
     try:
         return body()
     except KeyboardInterrupt:
+        # CPython marks an interrupt that escaped code run by exec() of a string (as
+        # dataclasses does while modules load) as unhandled, and at exit kills the process
+        # with SIGINT instead of exiting 130, even though it was handled here. The next
+        # such exec clears that mark.
+        exec("None")
         print(f"\n{prog}: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
     except BrokenPipeError:
@@ -146,6 +150,8 @@ def progress(what: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     if not sys.stderr.isatty():
         yield lambda _done, _total: None
         return
+    from tqdm import tqdm  # noqa: PLC0415 - only on a terminal
+
     with tqdm(desc=what, unit=unit, unit_scale=True, leave=False, file=sys.stderr) as bar:
 
         def show(done: int, total: int) -> None:

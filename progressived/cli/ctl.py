@@ -13,11 +13,19 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 from progressived import __version__
-from progressived.cli import control_cmd, ledger_cmd, par_cmd, sign_cmd, simulate_cmd
 from progressived.cli.common import CliParser, add_completion, guarded
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here, inside main's Ctrl-C guard: an interrupt while they load is one line.
+    from progressived.cli import (  # noqa: PLC0415
+        control_cmd,
+        ledger_cmd,
+        par_cmd,
+        sign_cmd,
+        simulate_cmd,
+    )
+
     parser = CliParser(
         prog="progressivectl", description="Operate and inspect a progressived controller."
     )
@@ -39,10 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-
     def body() -> int:
+        args = build_parser().parse_args(argv)
         result: int = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the guard, not at exit
         return int(result)
