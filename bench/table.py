@@ -242,6 +242,11 @@ async def table(
         config = write_config(
             tmp, broker, link, ledger or tmp / "ledger.db", heartbeat_s=heartbeat_s
         )
+        if not (ledger or tmp / "ledger.db").exists():
+            # A new table's ledger is made by `progressived init` (run refuses a missing one).
+            from progressived.cli.daemon import main as progressived
+
+            assert progressived(["init", "--config", str(config), "--operator", "bench"]) == 0
         t = Table(tmp, broker, sim, config, sub)
         try:
             yield t

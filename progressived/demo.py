@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import queue
 import shutil
@@ -224,7 +225,11 @@ def _header(work: Path, keep: bool) -> str:
     return f"control socket {work / 'control.sock'}\nfiles {work} ({fate})"
 
 
+_TERMINATED = threading.Event()  # SIGTERM (a requested stop) raised the KeyboardInterrupt
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _TERMINATED.set()
     raise KeyboardInterrupt
 
 
@@ -240,12 +245,17 @@ def run_demo(
 
     A temporary directory is removed at exit unless ``keep``; a ``workdir`` is always kept.
     """
+    _TERMINATED.clear()
     keep = keep or workdir is not None
     on_main_thread = threading.current_thread() is threading.main_thread()
     if on_main_thread:  # a SIGTERM cleans up as Ctrl-C does
         previous = signal.signal(signal.SIGTERM, _interrupt)
     work = workdir or Path(tempfile.mkdtemp(prefix="progressived-demo-"))
     work.mkdir(parents=True, exist_ok=True)
+    # The sign watcher's MQTT client logs through "mqtt"; without a handler Python prints
+    # its warnings raw, e.g. when a Ctrl-C stops the broker first. Its failures still end
+    # the demo (pump raises them).
+    logging.getLogger("mqtt").addHandler(logging.NullHandler())
     status = 1
     try:
         try:
@@ -260,12 +270,24 @@ def run_demo(
             print(banner, file=out, flush=True)
             tty = not headless and is_terminal(out)
             screen = Screen(out, tty=tty, header=_header(work, keep))
-            status = _play(work, config, broker.host, broker.port, headless, rounds, screen)
+            status = _init_ledger(config, work / "ledger.db", out)
+            if status == 0:
+                status = _play(work, config, broker.host, broker.port, headless, rounds, screen)
         finally:
             broker.stop()
     except KeyboardInterrupt:
-        print("\nstopped", file=out)
-        status = 0 if not headless else 130
+        # Ctrl-C at any moment, even while the processes start: one line. The children got
+        # the same SIGINT; a second Ctrl-C must not cut their cleanup. Interactively, Ctrl-C
+        # is how the demo ends and SIGTERM is a requested stop (status 0); Ctrl-C cuts a
+        # headless run short (status 130, docs/operations.md's exit codes).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _close_loops()
+        if headless and not _TERMINATED.is_set():
+            print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
+            status = 130
+        else:
+            print("\nstopped", file=out)
+            status = 0
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)
@@ -281,6 +303,49 @@ def run_demo(
 def _join(threads: list[threading.Thread]) -> None:
     for thread in threads:
         thread.join(timeout=5)
+
+
+# The sign watcher's event loop while the demo plays: a Ctrl-C that lands while it runs
+# leaves the MQTT client's tasks pending, and at exit they (and the client's socket
+# callbacks into a closed loop) would print tracebacks.
+_OPEN_LOOPS: list[asyncio.AbstractEventLoop] = []
+
+
+def _close_loops() -> None:
+    """Cancel what an interrupted loop still runs (the MQTT client disconnects), close it."""
+    while _OPEN_LOOPS:
+        loop = _OPEN_LOOPS.pop()
+        if loop.is_closed():
+            continue
+        # The broker got the same SIGINT: the client's teardown errors say nothing new.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _init_ledger(config: Path, ledger: Path, out: TextIO) -> int:
+    """`progressived init` for the demo's own ledger, as an operator does for a new table
+    (the daemon refuses a missing ledger); a ledger left in ``--workdir`` is kept."""
+    if ledger.exists():
+        print(f"init        kept the ledger of an earlier demo: {ledger}", file=out)
+        return 0
+    done = subprocess.run(
+        [*_progressived(), "init", "--config", str(config), "--operator", "demo"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        print(done.stderr.strip(), file=sys.stderr)
+        return done.returncode
+    print(f"init        {done.stdout.strip()}", file=out)
+    return 0
 
 
 def _play(
@@ -339,6 +404,7 @@ def _play(
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
             watcher = loop.create_task(_watch(host, port, view, events, screen, plain=headless))
+            _OPEN_LOOPS.append(loop)  # for a Ctrl-C: see _close_loops
 
             def pump(seconds: float) -> None:
                 loop.run_until_complete(asyncio.sleep(seconds))

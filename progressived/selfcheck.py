@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from progressived.ledger import chain
+from progressived.ledger.errors import LedgerError
 from progressived.ledger.store import connect_readonly
 
 PACKAGES = ("progressived", "drivers")
@@ -132,4 +133,6 @@ def run_selfcheck(
         )
     except ValueError as exc:
         result.fail(f"ledger chain: {exc}")
+    except LedgerError as exc:  # missing, empty or unreadable: a result, not a traceback
+        result.fail(f"ledger: {exc}")
     return result

@@ -498,9 +498,14 @@ class Controller:
     async def start(self) -> None:
         """Open the ledger (recovering the round in progress) and journal the start."""
         cfg = self.config
-        cfg.ledger.path.parent.mkdir(parents=True, exist_ok=True)
+        # create=False: a missing ledger is never an empty one (`progressived init` makes it).
         self.ledger = await self.db(
-            Ledger.open, cfg.ledger.path, self.params, at=self.clock(), software=self.version
+            Ledger.open,
+            cfg.ledger.path,
+            self.params,
+            at=self.clock(),
+            software=self.version,
+            create=False,
         )
         self.state = self.ledger.state
         structlog.contextvars.bind_contextvars(table=self.params.table_id, round=self.state.round)

@@ -73,6 +73,14 @@ level = "debug"
     return path
 
 
+def init_ledger(config: Path, operator: str = "test-harness") -> None:
+    """`progressived init --config FILE`, as an operator does before a new table's first
+    run (the daemon refuses a missing ledger)."""
+    from progressived.cli.daemon import main as progressived
+
+    assert progressived(["init", "--config", str(config), "--operator", operator]) == 0
+
+
 @dataclass
 class Subscriber:
     """An independent sign: records every message it receives, across broker restarts, and
@@ -187,6 +195,8 @@ async def table(tmp: Path, *, persistence: bool = True, **extra: str):  # type: 
         sub = Subscriber(broker)
         await sub.start()
         t = Table(tmp, broker, sim, write_config(tmp, broker, link, **extra), sub)
+        if not (tmp / "ledger.db").exists():
+            init_ledger(t.config)
         try:
             yield t
         finally:

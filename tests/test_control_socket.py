@@ -14,6 +14,7 @@ from typing import Any
 
 from progressived.control import request
 from tests.daemon_harness import table
+from tests.test_cli_faults import CTL, closed_pipe_run, one_line
 
 NOBODY = 65534
 
@@ -80,6 +81,10 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
         assert "table it-1  paytable tcp-sd-1" in status.stdout
         assert "meter main: $1,000.00 (open)" in status.stdout
         assert "board: online" in status.stdout
+        # `progressivectl status | head` with the reader gone: one line, exit 141.
+        piped = await asyncio.to_thread(closed_pipe_run, *CTL, "status", "--socket", str(sock))
+        assert piped.returncode == 141
+        assert one_line(piped) == "progressivectl: output closed early (broken pipe)"
 
         # Closing needs who and why; a closed table refuses LOCK; reopening allows it.
         refused = await asyncio.to_thread(ctl, sock, "close", "--operator", "", "--reason", "x")
@@ -88,6 +93,9 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
             ctl, sock, "close", "--operator", "ops-7", "--reason", "table games closed the pit"
         )
         assert closed.returncode == 0, closed.stderr
+        # Text for a person by default (JSON only with --json).
+        assert closed.stdout.startswith("progressive closed; closed for: "), closed.stdout
+        assert "operator" in closed.stdout
         await t.bets(1)
         await t.press("LOCK")
         rejected = await t.sub.wait_event("command_rejected")
@@ -140,6 +148,7 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
             "sup-2",
             "--reason",
             "new rate",
+            "--json",
         )
         assert ok.returncode == 0, ok.stderr
         assert json.loads(ok.stdout)["changes"]["meters.main.rate"] == {"old": "3/20", "new": "1/5"}
@@ -159,6 +168,8 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
             "sign showed 15c high after a board fault, ticket 42",
         )
         assert adj.returncode == 0, adj.stderr
+        assert adj.stdout.splitlines()[0] == "done (journaled)", adj.stdout
+        assert adj.stdout.splitlines()[1].startswith("meter main: $1,000.00 (open), reserve $")
         status = await asyncio.to_thread(ctl, sock, "status", "--json")
         assert json.loads(status.stdout)["status"]["meters"]["main"]["cents"] == 100_000
 

@@ -11,7 +11,7 @@ from progressived.broker import Mosquitto
 from progressived.engine.state import Light
 from progressived.service import Controller
 from progressived.settings import load_daemon_config
-from tests.daemon_harness import write_config
+from tests.daemon_harness import init_ledger, write_config
 
 
 class BrokenBoard:
@@ -48,7 +48,9 @@ class BrokenBoard:
 async def test_a_failed_core_task_stops_the_daemon_with_status_1(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    config = load_daemon_config(write_config(tmp_path, mosquitto, tmp_path / "no-board"))
+    path = write_config(tmp_path, mosquitto, tmp_path / "no-board")
+    init_ledger(path)
+    config = load_daemon_config(path)
     controller = Controller(config, driver=BrokenBoard())
     status = await asyncio.wait_for(controller.run(install_signals=False), timeout=30)
     assert status == 1

@@ -17,7 +17,7 @@ EXAMPLE = ROOT / "config" / "progressived.toml"
 
 
 def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check-config", str(EXAMPLE)]) == 0
+    assert main(["check-config", "--file-only", str(EXAMPLE)]) == 0
     assert "ok (tcp-07, paytable tcp-sd-1)" in capsys.readouterr().out
     config = load_daemon_config(EXAMPLE)
     assert config.mqtt.prefix == "progressive"

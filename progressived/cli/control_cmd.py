@@ -2,6 +2,7 @@
 
 Operator actions through the daemon's control socket. Actions that change state need an
 operator id and a reason; parameter changes and meter corrections a second person's approval.
+Each prints text for a person by default and the daemon's JSON answer with ``--json``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ def _common(p: argparse.ArgumentParser, *, change: bool, approval: bool = False)
     p.add_argument(
         "--socket", type=Path, default=DEFAULT_SOCKET, help="the daemon's control socket"
     )
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
+    p.add_argument(
+        "--json", action="store_true", help="print the daemon's JSON answer (default: text)"
+    )
     if change:
         p.add_argument("--operator", required=True, help="your operator id (journaled)")
         p.add_argument("--reason", required=True, help="why (journaled)")
@@ -69,11 +72,7 @@ def _render_status(status: dict[str, Any]) -> str:
             f"  awaiting supervisor: seat {award['seat']} {award['hand']} "
             f"{display(award['cents'] * UNITS_PER_CENT)}"
         )
-    for meter_id, meter in status["meters"].items():
-        lines.append(
-            f"meter {meter_id}: {meter['display']} ({meter['state']}), reserve "
-            f"{display(meter['reserve_cents'] * UNITS_PER_CENT)}"
-        )
+    lines += _render_meters(status)
     closed = ", ".join(status["closed"]) or "no"
     lines.append(f"closed: {closed}")
     lines.append(f"board: {'online' if status['board']['online'] else 'OFFLINE'}")
@@ -82,6 +81,36 @@ def _render_status(status: dict[str, Any]) -> str:
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
     lines.append(f"health: {status['health']}")
+    return "\n".join(lines)
+
+
+def _render_meters(status: dict[str, Any]) -> list[str]:
+    return [
+        f"meter {meter_id}: {meter['display']} ({meter['state']}), reserve "
+        f"{display(meter['reserve_cents'] * UNITS_PER_CENT)}"
+        for meter_id, meter in status["meters"].items()
+    ]
+
+
+def render_answer(action: str, answer: dict[str, Any]) -> str:
+    """The daemon's answer to an action, as text for a person (``--json`` gives it raw)."""
+    if action == "status":
+        return _render_status(answer["status"])
+    if action in ("close", "open"):
+        closed = answer.get("closed", [])
+        done = "closed" if action == "close" else "reopened by the operator"
+        still = f"; closed for: {', '.join(closed)}" if closed else "; the progressive is open"
+        return f"progressive {done}{still}"
+    if action == "reload":
+        changes = answer.get("changes", {})
+        if not changes:
+            return "no progressive parameter differs from the running ones: nothing changed"
+        return "parameters changed (journaled):\n" + "\n".join(
+            f"  {key}: {change['old']} -> {change['new']}" for key, change in changes.items()
+        )
+    lines = ["done (journaled)"]
+    if "status" in answer:
+        lines += _render_meters(answer["status"])
     return "\n".join(lines)
 
 
@@ -105,12 +134,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))
-    elif not answer.get("ok"):
-        pass
-    elif args.action == "status":
-        print(_render_status(answer["status"]))
-    else:
-        print(json.dumps({k: v for k, v in answer.items() if k != "status"}, sort_keys=True))
+    elif answer.get("ok"):
+        print(render_answer(args.action, answer))
     if not answer.get("ok"):
         print(f"progressivectl: refused: {answer.get('error')}", file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """``progressivectl``: the operator's tool.
 
-Each subcommand lives in its own module and registers itself here; exit status 0 on
-success, 1 when a check fails, 2 for bad usage or a bad file.
+Each subcommand lives in its own module and registers itself here. Exit statuses
+(docs/operations.md, "Exit codes"): 0 success, 1 a check failed or the daemon refused,
+2 bad usage or a bad file, 130 Ctrl-C, 141 the output pipe closed early.
 """
 
 from __future__ import annotations
@@ -11,13 +12,24 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from progressived.cli import control_cmd, ledger_cmd, par_cmd, sign_cmd, simulate_cmd
+from progressived import __version__
+from progressived.cli.common import CliParser, add_completion, guarded
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Imported here, inside main's Ctrl-C guard: an interrupt while they load is one line.
+    from progressived.cli import (  # noqa: PLC0415
+        control_cmd,
+        ledger_cmd,
+        par_cmd,
+        sign_cmd,
+        simulate_cmd,
+    )
+
+    parser = CliParser(
         prog="progressivectl", description="Operate and inspect a progressived controller."
     )
+    parser.add_argument("--version", action="version", version=f"progressivectl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     simulate_cmd.register(sub)
     par_cmd.register(sub)
@@ -30,17 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     # imports a driver module itself.
     for plugin in sorted(entry_points(group="progressived.ctl"), key=lambda ep: ep.name):
         plugin.load()(sub)
+    add_completion(sub, build_parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+    def body() -> int:
+        args = build_parser().parse_args(argv)
         result: int = args.handler(args)
-    except KeyboardInterrupt:
-        return 130
-    return result
+        sys.stdout.flush()  # a closed pipe shows here, inside the guard, not at exit
+        return int(result)
+
+    return guarded("progressivectl", body)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,51 @@
-"""``progressived``: the daemon (``run``), its configuration check, and the demo."""
+"""``progressived``: the daemon (``run``), its ledger's creation (``init``), its
+configuration check, its self-check, and the demo.
+
+Expected faults end with one line on standard error and the exit status of
+:class:`progressived.cli.common.Exit` (docs/operations.md, "Exit codes"). This module stays
+light: the commands (:mod:`progressived.cli.daemon_cmds`) are imported inside the Ctrl-C
+guard, so an interrupt in the first moments prints one line too.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from progressived import __version__, logs
-from progressived.config import ConfigError
-from progressived.selfcheck import run_selfcheck
-from progressived.service import run_daemon
-from progressived.settings import DaemonConfig, load_daemon_config
+from progressived import __version__
+from progressived.cli.common import CliParser, add_completion, guarded
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="progressived", description="Progressive jackpot controller for casino table games."
     )
     parser.add_argument("--version", action="version", version=f"progressived {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = sub.add_parser("run", help="run the controller")
+    run = sub.add_parser("run", help="run the controller (its ledger must exist: see init)")
     run.add_argument("--config", required=True, type=Path, metavar="FILE")
-    check = sub.add_parser("check-config", help="validate a configuration file and exit")
+    init = sub.add_parser(
+        "init",
+        help="create a new table's ledger (once, before the first run); journals who and when",
+        description="Create the ledger at the configuration's [ledger] path for its table, "
+        "recording the operator id, the OS user and the time in the ledger_created row. "
+        "Refuses an existing file and a missing directory.",
+    )
+    init.add_argument("--config", required=True, type=Path, metavar="FILE")
+    init.add_argument("--operator", metavar="ID", help="your operator id (journaled)")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a configuration file, its ledger and control group, and exit",
+    )
     check.add_argument("config", type=Path, metavar="FILE")
+    check.add_argument(
+        "--file-only",
+        action="store_true",
+        help="check the file alone, not this machine's ledger and group (a file meant for "
+        "another machine)",
+    )
     check = sub.add_parser(
         "self-check", help="print the software, configuration and ledger digests and check them"
     )
@@ -39,49 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (--workdir is kept)"
     )
+    add_completion(sub, build_parser)
     return parser
 
 
-def _load(path: Path) -> DaemonConfig | None:
-    """The validated configuration, or ``None`` after printing why it is not valid."""
-    try:
-        return load_daemon_config(path)
-    except ConfigError as exc:
-        print(f"progressived: {exc}", file=sys.stderr)
-        return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "check-config":
-        if (config := _load(args.config)) is None:
-            return 2
-        print(f"{args.config}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
-        return 0
-    if args.command == "run":
-        if (config := _load(args.config)) is None:
-            return 2
-        logs.configure(config.log.format, config.log.level)
-        return asyncio.run(run_daemon(config))
-    if args.command == "self-check":
-        if (config := _load(args.config)) is None:
-            return 2
-        paytable = Path(config.params.paytable.source)
-        result = run_selfcheck(
-            ledger_path=config.ledger.path,
-            config_path=config.source,
-            paytable_path=paytable if paytable.is_file() else None,
-            expected_software=config.selfcheck.software_sha256,
-        )
-        print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
-        return 0 if result.ok else 1
-    if args.command == "demo":
-        from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        from progressived.cli.daemon_cmds import dispatch  # noqa: PLC0415 - see the docstring
 
-        return run_demo(
-            headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
-        )
-    return 2
+        status = dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the guard, not at exit
+        return status
+
+    return int(guarded("progressived", body))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
 from progressived.ledger.verify import verify
 
@@ -86,7 +87,10 @@ def _fail(command: str, exc: Exception) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     try:
-        report = verify(args.db, replay=args.deep, integrity=not args.no_integrity)
+        with progress("verify", " rows") as show:
+            report = verify(
+                args.db, replay=args.deep, integrity=not args.no_integrity, progress=show
+            )
     except LedgerError as exc:
         return _fail("ledger verify", exc)
     if args.json:
@@ -115,6 +119,8 @@ def run_export(args: argparse.Namespace) -> int:
                 reports.export(args.db, out, args.format, args.since)
         else:
             reports.export(args.db, sys.stdout, args.format, args.since)
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): progressivectl's guard says so, exit 141
     except (LedgerError, OSError) as exc:
         return _fail("ledger export", exc)
     return 0

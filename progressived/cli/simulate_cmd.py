@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from progressived import __version__
+from progressived.cli.common import progress
 from progressived.config import ConfigError, load_table_params, with_overrides
-from progressived.ledger import Ledger, LedgerError
+from progressived.ledger import Ledger, LedgerError, LedgerMismatch
 from progressived.ledger.sink import LedgerSink
+from progressived.ledger.store import connect_readonly
 from progressived.money import MoneyError, dollars
 from progressived.params import MeterParams, ParamsError, Policy, TableParams, sub_cent, validate
 from progressived.paytable import PaytableError, find_paytable
 from progressived.simulate import SCRIPT_HELP, Simulation, render_text
+
+PROGRESS_EVERY = 500  # script lines between two progress updates
 
 
 def utc_now() -> str:
@@ -88,22 +94,83 @@ def _params(args: argparse.Namespace) -> TableParams:
     )
 
 
+def ledger_identity(path: Path) -> tuple[str, str]:
+    """The table and the current paytable a ledger was written for (read-only).
+
+    The paytable is the one of the ``ledger_created`` row, or of the last recorded
+    ``parameter_changed`` that changed it.
+    """
+    conn = connect_readonly(path)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        paytable = ""
+        for kind, data in conn.execute(
+            "SELECT kind, data FROM journal WHERE kind IN ('ledger_created', "
+            "'parameter_changed') ORDER BY seq"
+        ):
+            detail = json.loads(data)
+            if kind == "ledger_created":
+                paytable = str(detail.get("paytable", ""))
+            elif isinstance(change := detail.get("changes", {}).get("paytable"), dict):
+                paytable = str(change.get("new", paytable))
+    except (sqlite3.Error, ValueError) as exc:
+        why = f"{path}: cannot read the ledger's table and paytable: {exc}"
+        raise LedgerMismatch(why) from None
+    finally:
+        conn.close()
+    return str(meta.get("table_id", "")), paytable
+
+
+def _check_identity(path: Path, params: TableParams) -> None:
+    """Refuse to mix a simulation into a ledger written for another table or paytable."""
+    if not path.exists():
+        return  # simulate starts a new ledger of its own
+    table, paytable = ledger_identity(path)
+    if table != params.table_id:
+        raise LedgerMismatch(
+            f"ledger {path} was written for table {table!r}, not {params.table_id!r} "
+            "(--table or the configuration's [table] id): refusing to use it"
+        )
+    if paytable and paytable != params.paytable.id:
+        raise LedgerMismatch(
+            f"ledger {path} was written for paytable {paytable!r}, not "
+            f"{params.paytable.id!r}: refusing to use it"
+        )
+
+
+def _play(sim: Simulation, lines: list[str], each: Callable[[int], None]) -> None:
+    """Every line through the simulation (one script, so line numbers count from the
+    first), calling ``each(number)`` after each line, with a progress bar on a terminal."""
+
+    def feed(show: Callable[[int, int], None]) -> Iterator[str]:
+        for number, line in enumerate(lines, start=1):
+            yield line
+            each(number)  # the simulation asks for the next line only after this one
+            if number % PROGRESS_EVERY == 0:
+                show(number, len(lines))
+
+    with progress("simulate", " lines") as show:
+        sim.run_script(feed(show))
+
+
 def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) -> dict[str, Any]:
     """Run the script against the ledger's state, journaling as the daemon would.
 
     The ledger's recovered state is the starting point (a second run continues the
     first), and a refused line is journaled as ``command_rejected``.
     """
+    _check_identity(path, params)
     with Ledger.open(path, params, at=utc_now(), software=f"progressivectl {__version__}") as led:
         start = {"source": "simulate", "script": script}
         led.record("start", start, at=utc_now(), actor="simulate")
         sim = Simulation(params, clock=utc_now)
         sim.restore(led.state)
         sim.sink = LedgerSink(led, utc_now)
-        for number, line in enumerate(text.splitlines(), start=1):
-            before = len(sim.rejected)
-            sim.run_script([line])
-            for rejection in sim.rejected[before:]:
+        done = len(sim.rejected)
+
+        def journal_rejections(number: int) -> None:
+            nonlocal done
+            for rejection in sim.rejected[done:]:
                 rejection["line"] = number
                 led.record(
                     "command_rejected",
@@ -112,6 +179,9 @@ def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) ->
                     actor="simulate",
                     round=sim.state.round,
                 )
+            done = len(sim.rejected)
+
+        _play(sim, text.splitlines(), journal_rejections)
         led.record("stop", {"source": "simulate"}, at=utc_now(), actor="simulate")
         return sim.report()
 
@@ -134,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     else:
         sim = Simulation(params, clock=utc_now)
-        sim.run_script(text.splitlines())
+        _play(sim, text.splitlines(), lambda _number: None)
         report = sim.report()
     if args.json:
         print(json.dumps(report, indent=2))

@@ -4,7 +4,13 @@ The single source of truth for a table's meters. See docs/ledger.md for the sche
 accounts, the hash chain and how to audit a ledger with the sqlite3 tool alone.
 """
 
-from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
+from progressived.ledger.errors import (
+    LedgerError,
+    LedgerExists,
+    LedgerMismatch,
+    LedgerMissing,
+    LedgerUnavailable,
+)
 from progressived.ledger.store import (
     AppendResult,
     Batch,
@@ -22,7 +28,9 @@ __all__ = [
     "JournalRow",
     "Ledger",
     "LedgerError",
+    "LedgerExists",
     "LedgerMismatch",
+    "LedgerMissing",
     "LedgerUnavailable",
     "OutboxFn",
     "OutboxMessage",

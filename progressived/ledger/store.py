@@ -31,7 +31,13 @@ from progressived.engine.core import evolve, initial_state, open_meters
 from progressived.engine.events import Event, Posting, event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, schema, snapshot
-from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
+from progressived.ledger.errors import (
+    LedgerError,
+    LedgerExists,
+    LedgerMismatch,
+    LedgerMissing,
+    LedgerUnavailable,
+)
 from progressived.params import TableParams
 
 ROUND_END = frozenset({"round_reconciled", "round_voided"})
@@ -207,41 +213,100 @@ class Ledger:
         at: str,
         software: str = "",
         snapshot_every: int = SNAPSHOT_EVERY,
+        create: bool = True,
     ) -> Ledger:
-        """Open (or create) the ledger at ``path`` for ``params.table_id`` and recover.
+        """Open the ledger at ``path`` for ``params.table_id`` and recover.
 
-        A new file gets the schema, a ``ledger_created`` row and the ``MeterOpened`` events
-        of :func:`initial_state`; a meter added to ``params`` since is opened the same way.
-        Raises :class:`LedgerMismatch` for another table's ledger, a newer schema or a file
-        that is not a ledger, :class:`LedgerUnavailable` when it cannot be written.
+        With ``create=False`` (the daemon) the ledger must already be there: a missing
+        directory, a missing file or a file with no ledger in it raises
+        :class:`LedgerMissing` and nothing is written, because a missing ledger is never
+        an empty one (the meter would silently restart at the seed). With ``create=True``
+        (tests, simulations) a new file gets the schema, a ``ledger_created`` row and the
+        ``MeterOpened`` events of :func:`initial_state`; a meter added to ``params`` since
+        is opened the same way. Raises :class:`LedgerMismatch` for another table's ledger,
+        a newer schema or a file that is not a ledger, :class:`LedgerUnavailable` when it
+        cannot be written.
         """
-        path = Path(path)
+        return cls._open(
+            Path(path), params, at, software, snapshot_every, "any" if create else "existing", {}
+        )
+
+    @classmethod
+    def create(
+        cls,
+        path: Path,
+        params: TableParams,
+        *,
+        at: str,
+        software: str = "",
+        created_by: Mapping[str, str],
+        snapshot_every: int = SNAPSHOT_EVERY,
+    ) -> Ledger:
+        """Create a table's new ledger (``progressived init``), journaling who and when.
+
+        ``created_by`` (e.g. the operator id and the OS user) goes into the
+        ``ledger_created`` row, whose ``at`` is when. Refuses any existing file
+        (:class:`LedgerExists`) and a missing directory (:class:`LedgerMissing`: a typo in
+        the path must not quietly make a new tree).
+        """
+        return cls._open(Path(path), params, at, software, snapshot_every, "new", created_by)
+
+    @classmethod
+    def _open(
+        cls,
+        path: Path,
+        params: TableParams,
+        at: str,
+        software: str,
+        snapshot_every: int,
+        presence: str,
+        created_by: Mapping[str, str],
+    ) -> Ledger:
+        """``presence``: ``any`` (create if missing), ``existing`` or ``new``."""
         try:
             chain.clean("table id", params.table_id)
             chain.clean("at", at)
         except ValueError as exc:
             raise LedgerError(str(exc)) from None
+        if presence != "any":
+            _check_presence(path, presence)
         lock_fd = _lock(path)
         try:
+            if presence != "any":
+                _check_presence(path, presence)  # again, now no other process can init it
             conn = sqlite3.connect(
                 path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
         except sqlite3.Error as exc:
             os.close(lock_fd)
             raise translate(exc, path) from None
+        except BaseException:
+            os.close(lock_fd)
+            raise
         ledger = cls(path, conn, lock_fd, params, snapshot_every)
         try:
-            ledger._setup(at, software)
+            ledger._setup(at, software, presence, created_by)
         except BaseException:
             ledger.close()
+            if presence == "new":  # a half-made ledger must not block the retry of init
+                for leftover in ("", "-wal", "-shm", "-journal"):
+                    with suppress(FileNotFoundError):
+                        path.with_name(path.name + leftover).unlink()
             raise
         return ledger
 
-    def _setup(self, at: str, software: str) -> None:
+    def _setup(
+        self, at: str, software: str, presence: str, created_by: Mapping[str, str]
+    ) -> None:
         conn = self._conn
         try:
             version = schema.file_version(conn)
             schema.check_supported(version)
+            if version == 0 and presence == "existing":
+                raise LedgerMissing(
+                    f"ledger {self._path} is empty: it was never initialised (for a new "
+                    "table: remove the empty file, then `progressived init --config FILE`)"
+                )
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise LedgerUnavailable(f"ledger {self._path}: cannot use WAL mode ({mode})")
@@ -282,9 +347,10 @@ class Ledger:
                             "software": software,
                             "paytable": self._params.paytable.id,
                             "meters": list(self._params.meter_ids),
+                            **created_by,
                         },
                         at,
-                        "",
+                        created_by.get("operator") or created_by.get("os_user", ""),
                         None,
                         0,
                         "system",
@@ -746,6 +812,22 @@ def _with_prev(rows: list[tuple[Any, ...]], first_prev: str) -> list[tuple[Any, 
         out.append((*row, prev))
         prev = row[-1]
     return out
+
+
+def _check_presence(path: Path, presence: str) -> None:
+    """``existing``: the directory and the file must be there; ``new``: the file must not."""
+    if presence == "new" and (path.exists() or path.is_symlink()):
+        raise LedgerExists(
+            f"{path} already exists: progressived init creates a new ledger and never "
+            "overwrites one"
+        )
+    if not path.parent.is_dir():
+        raise LedgerMissing(f"ledger directory {path.parent} does not exist")
+    if presence == "existing" and not path.exists():
+        raise LedgerMissing(
+            f"no ledger at {path}: a missing ledger is not an empty one; create a new table's "
+            "ledger with `progressived init --config FILE`, or fix [ledger] path"
+        )
 
 
 def _lock(path: Path) -> int:

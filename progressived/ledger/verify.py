@@ -58,6 +58,7 @@ class VerifyReport:
     balances: dict[str, int] = field(default_factory=dict)
     identity_gap: int = 0
     problems: list[Problem] = field(default_factory=list)
+    progress: Callable[[int], None] = field(default=lambda _rows: None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +85,10 @@ class VerifyReport:
         }
 
 
+Progress = Callable[[int, int], None]
+PROGRESS_EVERY = 20_000  # rows between two progress calls
+
+
 class _TooMany(Exception):
     pass
 
@@ -95,13 +100,26 @@ def meter_ids(balances: dict[str, int]) -> list[str]:
 
 
 def verify(
-    path: Path | str, *, replay: bool = True, integrity: bool = True, max_problems: int = 50
+    path: Path | str,
+    *,
+    replay: bool = True,
+    integrity: bool = True,
+    max_problems: int = 50,
+    progress: Progress | None = None,
 ) -> VerifyReport:
-    """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read."""
+    """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.
+
+    ``progress(rows_checked, rows_total)`` is called every :data:`PROGRESS_EVERY` rows
+    of the hash chain (``progressivectl ledger verify`` draws a bar on a terminal).
+    """
     conn = connect_readonly(path)
     report = VerifyReport()
     try:
         conn.execute("BEGIN")
+        if progress is not None:
+            total = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
+            report.progress = lambda done: progress(done, total)
+            report.progress(0)
         _run(conn, report, path=path, replay=replay, integrity=integrity, max_problems=max_problems)
     except _TooMany:
         pass
@@ -109,6 +127,7 @@ def verify(
         raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
     finally:
         conn.close()
+    report.progress(report.rows)
     report.problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
     return report
 
@@ -173,6 +192,8 @@ def _run(
     ):
         seq, at, table_id, rnd, seat, kind, category, actor, idem, data, prev_hash, row_hash = row
         report.rows += 1
+        if report.rows % PROGRESS_EVERY == 0:
+            report.progress(report.rows)
         if seq != expected_seq:
             problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
         if prev_hash != expected_prev:
@@ -318,6 +339,8 @@ def _chain_pass(
     rows = 0
     for seq, table_id, prev_hash, row_hash, text in conn.execute(_CHAIN_ROWS):
         rows += 1
+        if rows % PROGRESS_EVERY == 0:
+            report.progress(rows)
         if seq != expected_seq:
             problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
         if prev_hash != expected_prev:

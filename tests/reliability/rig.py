@@ -25,7 +25,7 @@ from typing import Any
 from drivers.board_sim import BoardSimulator
 from progressived.broker import Mosquitto
 from progressived.ledger.verify import verify
-from tests.daemon_harness import Subscriber, Table, write_config
+from tests.daemon_harness import Subscriber, Table, init_ledger, write_config
 
 SHORT = os.environ.get("RELIABILITY_SHORT", "") not in ("", "0")
 
@@ -64,6 +64,8 @@ async def rig(tmp: Path) -> AsyncIterator[Table]:
         sub = Subscriber(broker)
         await sub.start()
         t = Table(tmp, broker, sim, write_config(tmp, broker, link), sub)
+        if not (tmp / "ledger.db").exists():
+            init_ledger(t.config)
         try:
             yield t
         finally:

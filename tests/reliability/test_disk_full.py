@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_harness import Table
+from tests.daemon_harness import Table, init_ledger
 from tests.reliability.rig import (
     NOTES,
     OUTAGES,
@@ -172,6 +172,7 @@ async def test_full_filesystem_closes_the_table_and_resumes(tmp_path: Path) -> N
         out: list[str] = []
         async with rig(tmp_path) as t:
             t.config.write_text(t.config.read_text().replace(str(tmp_path / "ledger.db"), str(db)))
+            init_ledger(t.config)
             t.proc = start_daemon_piped(t.config, out)
             await t.online()
             await scripted_round(t)

@@ -1,0 +1,150 @@
+"""What ``progressived``'s commands do: ``run``, ``init``, ``check-config``, ``self-check``.
+
+Imported by :mod:`progressived.cli.daemon` only once the command line is parsed and a Ctrl-C
+is handled, so that even an interrupt while these (heavy) imports load ends in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pwd
+import sys
+from pathlib import Path
+
+from progressived import __version__, logs
+from progressived.cli import preflight
+from progressived.cli.common import Exit
+from progressived.clock import utc_now
+from progressived.config import ConfigError
+from progressived.engine import accounts
+from progressived.ledger import (
+    Ledger,
+    LedgerError,
+    LedgerExists,
+    LedgerMismatch,
+    LedgerMissing,
+    LedgerUnavailable,
+)
+from progressived.money import display
+from progressived.selfcheck import run_selfcheck
+from progressived.service import run_daemon
+from progressived.settings import DaemonConfig, load_daemon_config
+
+
+def _load(path: Path) -> DaemonConfig | None:
+    """The validated configuration, or ``None`` after printing why it is not valid."""
+    try:
+        return load_daemon_config(path)
+    except ConfigError as exc:
+        print(f"progressived: {exc}", file=sys.stderr)
+        return None
+
+
+def ledger_status(exc: LedgerError) -> Exit:
+    """The exit status for a ledger that cannot be used."""
+    if isinstance(exc, LedgerMissing):
+        return Exit.LEDGER_MISSING
+    if isinstance(exc, LedgerMismatch):
+        return Exit.LEDGER_MISMATCH
+    if isinstance(exc, LedgerUnavailable):
+        return Exit.LEDGER_UNAVAILABLE
+    if isinstance(exc, LedgerExists):
+        return Exit.LEDGER_EXISTS
+    return Exit.FAILED
+
+
+def check_config(path: Path, *, file_only: bool) -> int:
+    if (config := _load(path)) is None:
+        return Exit.USAGE
+    findings = [] if file_only else preflight.check(config)
+    for finding in findings:
+        print(finding.line(config.source), file=sys.stderr)
+    errors = [f for f in findings if f.error]
+    if errors:
+        return errors[0].status
+    print(f"{path}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
+    return Exit.OK
+
+
+def run(config: DaemonConfig) -> int:
+    """Refuse what would stop the daemon half-started (the control group), then run."""
+    for finding in preflight.control_group(config):
+        if finding.error:
+            print(f"progressived: {finding.line(config.source)}", file=sys.stderr)
+            return finding.status
+    logs.configure(config.log.format, config.log.level)
+    try:
+        return asyncio.run(run_daemon(config))
+    except LedgerError as exc:  # from opening the ledger: nothing was started
+        print(f"progressived: {exc}", file=sys.stderr)
+        return ledger_status(exc)
+
+
+def init(config: DaemonConfig, operator: str | None) -> int:
+    """Create the table's ledger, journaling who (operator id, OS user) and when."""
+    user = pwd.getpwuid(os.getuid()).pw_name
+    who = {"os_user": user}
+    if operator:
+        who["operator"] = operator
+    if (sudo := os.environ.get("SUDO_USER")) and sudo != user:
+        who["sudo_user"] = sudo
+    at = utc_now()
+    path = config.ledger.path
+    try:
+        with Ledger.create(
+            path, config.params, at=at, software=f"progressived {__version__}", created_by=who
+        ) as led:
+            meters = ", ".join(
+                f"{meter_id} {display(led.state.balance(accounts.meter(meter_id)))}"
+                for meter_id in config.params.meter_ids
+            )
+    except LedgerError as exc:
+        print(f"progressived init: {exc}", file=sys.stderr)
+        return ledger_status(exc)
+    by = f"operator {operator}, " if operator else ""
+    print(
+        f"progressived init: created ledger {path} for table {config.params.table_id} "
+        f"(paytable {config.params.paytable.id}; meters {meters}) at {at} by {by}OS user {user}"
+    )
+    return Exit.OK
+
+
+def self_check(config: DaemonConfig) -> int:
+    for finding in preflight.ledger(config):
+        if finding.error:
+            print(f"progressived self-check: {finding.line(config.source)}", file=sys.stderr)
+            return finding.status
+    paytable = Path(config.params.paytable.source)
+    result = run_selfcheck(
+        ledger_path=config.ledger.path,
+        config_path=config.source,
+        paytable_path=paytable if paytable.is_file() else None,
+        expected_software=config.selfcheck.software_sha256,
+    )
+    print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
+    return Exit.OK if result.ok else Exit.FAILED
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "check-config":
+        return check_config(args.config, file_only=args.file_only)
+    if args.command == "completion":
+        return int(args.handler(args))
+    if args.command == "demo":
+        from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
+
+        return run_demo(
+            headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
+        )
+    if (config := _load(args.config)) is None:
+        return Exit.USAGE
+    if args.command == "run":
+        return run(config)
+    if args.command == "init":
+        return init(config, args.operator)
+    if args.command == "self-check":
+        return self_check(config)
+    return Exit.USAGE
