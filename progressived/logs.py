@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -43,7 +44,9 @@ def _priority_prefix(_: Any, method: str, event: str | bytes) -> str:
     return f"<{SYSLOG_PRIORITY.get(method, 6)}>{text}"
 
 
-def _stdlib_origin(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _stdlib_origin(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     """A library's record names its logger (``logger``), like our own lines' context."""
     record = event_dict.get("_record")
     if isinstance(record, logging.LogRecord):
@@ -85,8 +88,10 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
 def _route_stdlib(out: TextIO, threshold: int, shared: list[Any], use_console: bool) -> None:
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[_stdlib_origin, *shared],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    *_renderer(use_console)],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            *_renderer(use_console),
+        ],
     )
     handler = logging.StreamHandler(out)
     handler.set_name(_HANDLER_NAME)

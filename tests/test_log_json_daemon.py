@@ -24,7 +24,9 @@ async def test_every_line_of_the_daemon_output_is_json_through_a_broker_freeze(
     async with table(tmp_path) as t:
         # Publishes time out quickly so that the freeze forces a reconnect and a backlog.
         t.config.write_text(
-            t.config.read_text().replace("keepalive_s = 5", "keepalive_s = 5\npublish_timeout_s = 1")
+            t.config.read_text().replace(
+                "keepalive_s = 5", "keepalive_s = 5\npublish_timeout_s = 1"
+            )
         )
         t.start_daemon()
         await t.online()
