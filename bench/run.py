@@ -265,17 +265,20 @@ async def reset_round(t: Table) -> None:
         await asyncio.sleep(0.2)
 
 
-async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
+async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) -> dict[str, Any]:
     rounds = -(-presses // MEASURED_PER_ROUND)
     samples: dict[str, list[float]] = {}
     timeouts: list[dict[str, Any]] = []
-    async with table(tmp) as t:
+    async with table(tmp, profile=profile) as t:
         t.start_daemon()
         await t.online()
         await asyncio.sleep(1.0)
         rss_start = rss_bytes(t.pid)
         seen_seqs: list[int] = []
         meter_samples: dict[str, list[float]] = {f"{d:g}": [] for d in LOCK_DELAYS_S}
+        # LOCK presses (wall clock) and their meter's arrival (perf_counter), for the split
+        lock_walls: list[float] = []
+        lock_meter_at: list[float] = []
         last_lock = 0.0
         for n in range(rounds):
             delay = LOCK_DELAYS_S[n % len(LOCK_DELAYS_S)]
@@ -301,11 +304,13 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                 t.sim.press(code)
                 if code == "LOCK":
                     last_lock = started
+                    lock_walls.append(time.time())
                 try:
                     async with asyncio.timeout(5):
                         arrived = await fut
                         if meter_fut is not None:
-                            meter_samples[f"{delay:g}"].append(await meter_fut - started)
+                            lock_meter_at.append(await meter_fut)
+                            meter_samples[f"{delay:g}"].append(lock_meter_at[-1] - started)
                 except TimeoutError:
                     # Reported, not hidden: the press, and why the daemon refused it.
                     lines = [
@@ -323,6 +328,7 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                     t.sim.supervisor(False)
                     await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)
+        split = _lock_split(t.log_text(), lock_walls, lock_meter_at) if not timeouts else {}
         rss_end = rss_bytes(t.pid)
         pid = t.pid
         assert t.stop_daemon() == 0
@@ -340,6 +346,7 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
         "lock_to_meter_by_delay_s": {
             d: summary_ms(values) for d, values in meter_samples.items() if values
         },
+        "lock_split": split,
         "meter_messages": sum(1 for _, topic, _ in t.sub.messages if is_meter(topic)),
         "meter_repeats": _meter_repeats(t),
         "presses_without_message": timeouts,
@@ -352,6 +359,29 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
         "max_seq_received": max(received),
         "journal_head": head,
         "received_all_in_journal": max(received) <= head,
+    }
+
+
+def _lock_split(
+    log_text: str, pressed: Sequence[float], meter_at: Sequence[float]
+) -> dict[str, Any]:
+    """LOCK's path in two: press -> the daemon's ``event round_locked`` log line (written
+    right after the COMMIT returned; board frame, decision, journal and fsync) and that line
+    -> the meter at the sign (publish, broker, subscriber). Wall clocks of one machine."""
+    offset = time.time() - time.perf_counter()
+    logged: list[float] = []
+    for line in log_text.splitlines():
+        if '"round_locked"' not in line or '"event": "event"' not in line:
+            continue
+        entry = json.loads(line[line.index("{") :])
+        logged.append(datetime.fromisoformat(entry["timestamp"]).timestamp())
+    if len(logged) != len(pressed) or len(meter_at) != len(pressed):
+        return {"error": f"{len(pressed)} presses, {len(logged)} log lines, {len(meter_at)} meters"}
+    return {
+        "press_to_journaled": summary_ms([b - a for a, b in zip(pressed, logged, strict=True)]),
+        "journaled_to_meter": summary_ms(
+            [m + offset - b for b, m in zip(logged, meter_at, strict=True)]
+        ),
     }
 
 
@@ -634,6 +664,9 @@ def print_table(r: dict[str, Any], rows: list[tuple[str, str, str, bool]]) -> No
         lines = {"key_to_sign": lat["key_to_sign"], "lock_to_meter": lat["lock_to_meter"]}
         for d, m in lat.get("lock_to_meter_by_delay_s", {}).items():
             lines[f"  LOCK {d} s after bets"] = m
+        for part, m in lat.get("lock_split", {}).items():
+            if isinstance(m, dict):
+                lines[f"  LOCK {part}"] = m
         for name, s in lines.items():
             print(f"  {name:<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
                   f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
@@ -667,7 +700,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if "floor" in only:
             result["floor"] = await bench_floor(section("floor"), counts.floor)
         if "latency" in only:
-            result["latency"] = await bench_latency(section("latency"), counts.presses)
+            result["latency"] = await bench_latency(
+                section("latency"), counts.presses, args.profile
+            )
         if "throughput" in only:
             result["throughput"] = bench_throughput(
                 section("throughput"), counts.wagers, counts.group
@@ -709,6 +744,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the JSON here "
                         "(default bench/results/<date>[-quick].json)")
     parser.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
+    parser.add_argument("--profile", type=Path, help="run the latency section's daemon under "
+                        "cProfile and write its stats here (its figures then include the "
+                        "profiler's overhead: not for the record)")
     parser.add_argument("--workdir", help="where the temporary ledgers go (default: $TMPDIR)")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
