@@ -240,8 +240,11 @@ class SignPublisher:
             wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
             if self._wake.is_set():
                 continue
+            # asyncio.timeout, not wait_for: no extra task, so a wake-up costs one loop turn
+            # fewer on the way from a journal commit to the sign.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
 
     async def _publish_events(self, client: aiomqtt.Client, timeout: float) -> None:
         """The outbox in ledger order; acknowledged only after the broker's PUBACK."""
