@@ -16,7 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "quick.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--quick", "--out", str(out), "--workdir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--quick",
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -60,6 +60,4 @@ async def test_ts_is_non_decreasing_with_seq_in_the_ledger_and_the_events(tmp_pa
     events = sorted(t.sub.events(), key=lambda m: int(m["seq"]))
     ts = _instants([str(m["ts"]) for m in events])
     assert len(events) >= 6
-    assert all(a <= b for a, b in pairwise(ts)), [
-        (m["seq"], m["kind"], m["ts"]) for m in events
-    ]
+    assert all(a <= b for a, b in pairwise(ts)), [(m["seq"], m["kind"], m["ts"]) for m in events]
