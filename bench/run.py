@@ -7,6 +7,8 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
 * latency     — key-to-sign: a key-press frame written to the board pty -> the award / event
                 message received by an independent MQTT subscriber (the daemon journals and
                 fsyncs before its outbox publishes); p50/p99/max, and the ratio to the floor;
+                and key-to-meter: LOCK -> the meter message (the topic signs read), with
+                LOCK pressed 20 ms, 0.35 s and 1.2 s after the last bet change;
 * throughput  — durable linked contributions per second (``LinkedWagers`` decided by the
                 engine, journaled with ``Ledger.append_many``) against a bare sqlite3 insert
                 of the same rows into the same schema under the same pragmas;
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -69,7 +72,7 @@ class Counts:
 
 
 QUICK = Counts(
-    floor=50, presses=24, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0
+    floor=50, presses=36, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0
 )
 
 
@@ -197,12 +200,41 @@ ROUND: list[tuple[str, str | None]] = [
     ("RECON", "round_reconciled"),
 ]
 MEASURED_PER_ROUND = sum(1 for _, kind in ROUND if kind)
+# LOCK pressed this long after the last bet change (round by round, in turn): a sign's meter
+# must not wait behind messages the bet change caused.
+LOCK_DELAYS_S = (0.02, 0.35, 1.2)
+# A round here takes well under a second (a real one takes a minute): rounds start at least
+# this long after the previous LOCK, so that the meter's rate window (default 4 messages in
+# any second; a round changes the meter three times) is not what the figures measure.
+ROUND_PACE_S = 1.0
 
 
 def set_bets(t: Table, seats: set[int]) -> None:
     """All bet sensors at once: one STATE frame (``supervisor`` resends the state)."""
     t.sim.present = set(seats)
     t.sim.supervisor(t.sim.supervisor_on)
+
+
+def is_meter(topic: str) -> bool:
+    """A meter topic (``.../meter/<id>``), whatever prefix or table level it has."""
+    parts = topic.split("/")
+    return len(parts) >= 2 and parts[-2] == "meter"
+
+
+def _meter_above(cents: int) -> Callable[[str, dict[str, Any]], bool]:
+    """Accepts the first meter message showing more than ``cents`` (LOCK's contributions)."""
+
+    def test(topic: str, message: dict[str, Any]) -> bool:
+        return is_meter(topic) and int(message.get("cents", 0)) > cents
+
+    return test
+
+
+def _last_meter_cents(t: Table) -> int:
+    for _, topic, message in reversed(t.sub.messages):
+        if is_meter(topic):
+            return int(message.get("cents", 0))
+    return 0
 
 
 def _event_after(kind: str, last: int) -> Callable[[str, dict[str, Any]], bool]:
@@ -233,19 +265,26 @@ async def reset_round(t: Table) -> None:
         await asyncio.sleep(0.2)
 
 
-async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
+async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) -> dict[str, Any]:
     rounds = -(-presses // MEASURED_PER_ROUND)
     samples: dict[str, list[float]] = {}
     timeouts: list[dict[str, Any]] = []
-    async with table(tmp) as t:
+    async with table(tmp, profile=profile) as t:
         t.start_daemon()
         await t.online()
         await asyncio.sleep(1.0)
         rss_start = rss_bytes(t.pid)
         seen_seqs: list[int] = []
-        for _ in range(rounds):
+        meter_samples: dict[str, list[float]] = {f"{d:g}": [] for d in LOCK_DELAYS_S}
+        # LOCK presses (wall clock) and their meter's arrival (perf_counter), for the split
+        lock_walls: list[float] = []
+        lock_meter_at: list[float] = []
+        last_lock = 0.0
+        for n in range(rounds):
+            delay = LOCK_DELAYS_S[n % len(LOCK_DELAYS_S)]
+            await asyncio.sleep(max(0.0, last_lock + ROUND_PACE_S - delay - time.perf_counter()))
             set_bets(t, {1, 2, 3})
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(delay)
             for code, kind in ROUND:
                 if code == "S1":
                     set_bets(t, set())  # the dealer collects the locked wagers
@@ -258,11 +297,20 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                     await asyncio.sleep(0.01)
                     continue
                 fut = t.sub.expect(_event_after(kind, max(seen_seqs, default=0)))
+                meter_fut = None
+                if code == "LOCK":
+                    meter_fut = t.sub.expect(_meter_above(_last_meter_cents(t)))
                 started = time.perf_counter()
                 t.sim.press(code)
+                if code == "LOCK":
+                    last_lock = started
+                    lock_walls.append(time.time())
                 try:
                     async with asyncio.timeout(5):
                         arrived = await fut
+                        if meter_fut is not None:
+                            lock_meter_at.append(await meter_fut)
+                            meter_samples[f"{delay:g}"].append(lock_meter_at[-1] - started)
                 except TimeoutError:
                     # Reported, not hidden: the press, and why the daemon refused it.
                     lines = [
@@ -280,6 +328,7 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
                     t.sim.supervisor(False)
                     await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)
+        split = _lock_split(t.log_text(), lock_walls, lock_meter_at) if not timeouts else {}
         rss_end = rss_bytes(t.pid)
         pid = t.pid
         assert t.stop_daemon() == 0
@@ -289,9 +338,17 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
     conn.close()
     received = [int(m["seq"]) for _, topic, m in t.sub.messages if topic.endswith("/event")]
     all_samples = [s for values in samples.values() for s in values]
+    all_meter = [s for values in meter_samples.values() for s in values]
     return {
         "rounds": rounds,
         "key_to_sign": summary_ms(all_samples),
+        "lock_to_meter": summary_ms(all_meter),
+        "lock_to_meter_by_delay_s": {
+            d: summary_ms(values) for d, values in meter_samples.items() if values
+        },
+        "lock_split": split,
+        "meter_messages": sum(1 for _, topic, _ in t.sub.messages if is_meter(topic)),
+        "meter_repeats": _meter_repeats(t),
         "presses_without_message": timeouts,
         "by_key": {code: summary_ms(values) for code, values in samples.items()},
         "daemon_pid": pid,
@@ -303,6 +360,37 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
         "journal_head": head,
         "received_all_in_journal": max(received) <= head,
     }
+
+
+def _lock_split(
+    log_text: str, pressed: Sequence[float], meter_at: Sequence[float]
+) -> dict[str, Any]:
+    """LOCK's path in two: press -> the daemon's ``event round_locked`` log line (written
+    right after the COMMIT returned; board frame, decision, journal and fsync) and that line
+    -> the meter at the sign (publish, broker, subscriber). Wall clocks of one machine."""
+    offset = time.time() - time.perf_counter()
+    logged: list[float] = []
+    for line in log_text.splitlines():
+        if '"round_locked"' not in line or '"event": "event"' not in line:
+            continue
+        entry = json.loads(line[line.index("{") :])
+        logged.append(datetime.fromisoformat(entry["timestamp"]).timestamp())
+    if len(logged) != len(pressed) or len(meter_at) != len(pressed):
+        return {"error": f"{len(pressed)} presses, {len(logged)} log lines, {len(meter_at)} meters"}
+    return {
+        "press_to_journaled": summary_ms([b - a for a, b in zip(pressed, logged, strict=True)]),
+        "journaled_to_meter": summary_ms(
+            [m + offset - b for b, m in zip(logged, meter_at, strict=True)]
+        ),
+    }
+
+
+def _meter_repeats(t: Table) -> int:
+    """Meter messages showing what the previous one showed (same cents and state)."""
+    shown = [
+        (topic, m.get("cents"), m.get("state")) for _, topic, m in t.sub.messages if is_meter(topic)
+    ]
+    return sum(1 for a, b in itertools.pairwise(shown) if a == b)
 
 
 # ---------------------------------------------------------------------------- throughput
@@ -513,6 +601,11 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     if lat:
         p99 = lat["key_to_sign"]["p99_ms"]
         rows.append(("key-to-sign p99", f"{p99:.1f} ms", "<= 15 ms", p99 <= 15))
+        for d, m in lat.get("lock_to_meter_by_delay_s", {}).items():
+            rows.append((f"LOCK {d} s after bets: meter p99", f"{m['p99_ms']:.1f} ms",
+                         "<= 15 ms", m["p99_ms"] <= 15))
+        rows.append(("meter repeats", str(lat.get("meter_repeats", 0)), "0",
+                     lat.get("meter_repeats", 0) == 0))
         lost = len(lat.get("presses_without_message", []))
         rows.append(("presses without a message", str(lost), "0", lost == 0))
         if fl:
@@ -522,6 +615,13 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
                 lat["key_to_sign"]["p50_ms"] / fl["floor"]["p50_ms"], 2
             )
             rows.append(("key-to-sign p99 / floor p99", f"{ratio:.2f}x", "<= 3x", ratio <= 3))
+            meter_ratio = lat["lock_to_meter"]["p99_ms"] / fl["floor"]["p99_ms"]
+            r["latency"]["meter_ratio_p99_to_floor_p99"] = round(meter_ratio, 2)
+            r["latency"]["meter_ratio_p50_to_floor_p50"] = round(
+                lat["lock_to_meter"]["p50_ms"] / fl["floor"]["p50_ms"], 2
+            )
+            rows.append(("LOCK-to-meter p99 / floor p99", f"{meter_ratio:.2f}x", "<= 3x",
+                         meter_ratio <= 3))
     tp = r.get("throughput")
     if tp:
         rows.append(("durable contributions/s", f"{tp['ledger_per_s']:,}", ">= 10,000",
@@ -561,9 +661,15 @@ def print_table(r: dict[str, Any], rows: list[tuple[str, str, str, bool]]) -> No
             print(f"  {name:<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
                   f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
     if lat:
-        s = lat["key_to_sign"]
-        print(f"  {'key_to_sign':<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
-              f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
+        lines = {"key_to_sign": lat["key_to_sign"], "lock_to_meter": lat["lock_to_meter"]}
+        for d, m in lat.get("lock_to_meter_by_delay_s", {}).items():
+            lines[f"  LOCK {d} s after bets"] = m
+        for part, m in lat.get("lock_split", {}).items():
+            if isinstance(m, dict):
+                lines[f"  LOCK {part}"] = m
+        for name, s in lines.items():
+            print(f"  {name:<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
+                  f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
     print()
     print(f"  {'measure':<32} {'result':>14}  {'target':<16} ok")
     for name, value, target, ok in rows:
@@ -594,7 +700,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if "floor" in only:
             result["floor"] = await bench_floor(section("floor"), counts.floor)
         if "latency" in only:
-            result["latency"] = await bench_latency(section("latency"), counts.presses)
+            result["latency"] = await bench_latency(
+                section("latency"), counts.presses, args.profile
+            )
         if "throughput" in only:
             result["throughput"] = bench_throughput(
                 section("throughput"), counts.wagers, counts.group
@@ -636,6 +744,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the JSON here "
                         "(default bench/results/<date>[-quick].json)")
     parser.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
+    parser.add_argument("--profile", type=Path, help="run the latency section's daemon under "
+                        "cProfile and write its stats here (its figures then include the "
+                        "profiler's overhead: not for the record)")
     parser.add_argument("--workdir", help="where the temporary ledgers go (default: $TMPDIR)")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))

@@ -181,6 +181,7 @@ class Table:
     started_at: float = 0.0
     runs: int = 0
     notify: NotifySocket | None = None
+    profile: Path | None = None  # run the daemon under cProfile, its stats written here
 
     def start_daemon(self) -> None:
         self.runs += 1
@@ -191,8 +192,10 @@ class Table:
         self.notify = NotifySocket(self.tmp / f"notify-{self.runs}.sock")
         env["NOTIFY_SOCKET"] = str(self.notify.path)
         self.started_at = time.perf_counter()
+        profile = ["-m", "cProfile", "-o", str(self.profile)] if self.profile else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "progressived.cli.daemon", "run", "--config", str(self.config)],
+            [sys.executable, *profile, "-m", "progressived.cli.daemon", "run",
+             "--config", str(self.config)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -231,7 +234,7 @@ class Table:
 
 @contextlib.asynccontextmanager
 async def table(
-    tmp: Path, *, ledger: Path | None = None, heartbeat_s: float = 1.0
+    tmp: Path, *, ledger: Path | None = None, heartbeat_s: float = 1.0, profile: Path | None = None
 ) -> AsyncIterator[Table]:
     with Mosquitto() as broker:
         link = tmp / "board"
@@ -247,7 +250,7 @@ async def table(
             from progressived.cli.daemon import main as progressived
 
             assert progressived(["init", "--config", str(config), "--operator", "bench"]) == 0
-        t = Table(tmp, broker, sim, config, sub)
+        t = Table(tmp, broker, sim, config, sub, profile=profile)
         try:
             yield t
         finally:

@@ -15,7 +15,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -33,7 +33,7 @@ from progressived.board import (
     SupervisorKey,
     load_driver_factory,
 )
-from progressived.clock import utc_now
+from progressived.clock import JournalClock, utc_now
 from progressived.control import ControlServer
 from progressived.engine import (
     Command,
@@ -123,6 +123,7 @@ class Controller:
         self.notifier = notifier or Notifier()
         self.params = config.params
         self.clock = clock
+        self.journal_clock = JournalClock(clock)
         self.version = version
         self.health = Health()
         self.topics = Topics(config.mqtt.prefix, self.params.table_id)
@@ -157,7 +158,14 @@ class Controller:
 
     # ------------------------------------------------------------- plumbing
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a ledger call on the ledger thread."""
+        """Run a ledger call on the ledger thread.
+
+        A write's time (its ``at``) is stamped here, as the call is queued: the one ledger
+        thread runs calls in this order and gives rows their ``seq`` in it, so ``ts`` never
+        runs backwards against ``seq`` whenever the caller read the clock.
+        """
+        if isinstance(kwargs.get("at"), str):
+            kwargs["at"] = self.journal_clock.stamp(str(kwargs["at"]))
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
 
@@ -270,6 +278,9 @@ class Controller:
     async def _apply_locked(
         self, command: Command, idempotency_key: str | None, started: float | None = None
     ) -> str | None:
+        # The engine's events carry the command's time: stamp it in journal order now (no
+        # await before the write is queued, so no other write can come between).
+        command = replace(command, at=self.journal_clock.stamp(command.at))
         if isinstance(command, Lock) and not self.health.ledger_ok:
             why = "the ledger is unavailable: LOCK refused"
             await self.refuse(why, "ledger-unavailable", command)
@@ -285,7 +296,7 @@ class Controller:
                 self.ledger.append,
                 decision.events,
                 decision.state,
-                at=command.at or self.clock(),
+                at=command.at,
                 actor=command.actor,
                 idempotency_key=idempotency_key,
                 outbox=self._event_outbox(decision.events),

@@ -16,7 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "quick.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--quick", "--out", str(out), "--workdir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--quick",
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -28,8 +37,17 @@ def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
     assert result["mode"] == "quick"
     assert result["latency"]["key_to_sign"]["n"] >= 24
     assert result["latency"]["received_all_in_journal"]
+    # LOCK -> the meter message, by how long after the last bet change LOCK was pressed
+    assert set(result["latency"]["lock_to_meter_by_delay_s"]) == {"0.02", "0.35", "1.2"}
+    assert result["latency"]["lock_to_meter"]["n"] == result["latency"]["by_key"]["LOCK"]["n"]
+    assert result["latency"]["meter_repeats"] == 0
     assert result["throughput"]["journal_rows"] == 5000
     assert result["startup"]["verify"]["exit"] == 0
     assert result["startup"]["ready_s"]["log_running"] > 0
-    assert {row["measure"] for row in result["targets"]} >= {"key-to-sign p99", "idle CPU"}
+    assert {row["measure"] for row in result["targets"]} >= {
+        "key-to-sign p99",
+        "idle CPU",
+        "LOCK 0.02 s after bets: meter p99",
+        "LOCK-to-meter p99 / floor p99",
+    }
     assert "key-to-sign p99" in proc.stdout

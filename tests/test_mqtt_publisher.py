@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Sequence
 
 import aiomqtt
@@ -145,3 +146,90 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
         assert publisher.attempts >= 2
         await publisher.stop()
         await runner
+
+
+class MeterSign:
+    """A subscriber to one meter topic recording (arrival time, payload)."""
+
+    def __init__(self, broker: Mosquitto, topic: str) -> None:
+        self.broker, self.topic = broker, topic
+        self.got: list[tuple[float, dict]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        async with aiomqtt.Client(self.broker.host, self.broker.port, identifier="meter-sign") as c:
+            await c.subscribe(self.topic, qos=1)
+            async for message in c.messages:
+                assert isinstance(message.payload, bytes)
+                self.got.append((time.monotonic(), json.loads(message.payload)))
+
+    async def __aenter__(self) -> MeterSign:
+        self.task = asyncio.create_task(self._run())
+        await asyncio.sleep(0.3)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+def meter(cents: int, seq: int, state: str = "open") -> dict[str, object]:
+    return {"meter": "main", "cents": cents, "state": state, "seq": seq, "ts": f"t{seq}"}
+
+
+async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
+    mosquitto: Mosquitto,
+) -> None:
+    topics = Topics("progressive", "t1")
+    publisher = SignPublisher(
+        MqttSettings(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
+        topics,
+        MemoryOutbox(),
+    )
+    async with MeterSign(mosquitto, topics.meter("main")) as sign:
+        runner = asyncio.create_task(publisher.run())
+        publisher.set_meter("main", meter(100, seq=1))
+        await asyncio.sleep(0.6)
+        # Journal writes that change nothing a sign shows (a bet sensor, a refusal): repeats.
+        for seq in range(2, 12):
+            assert not publisher.set_meter("main", meter(100, seq=seq))
+            await asyncio.sleep(0.01)
+        changed_at = time.monotonic()
+        publisher.set_meter("main", meter(160, seq=12))  # LOCK: a real change
+        publisher.set_meter("main", meter(160, seq=13, state="pending"))  # state too
+        await asyncio.sleep(1.5)
+        await publisher.stop()
+        await runner
+    values = [(m["cents"], m["state"]) for _, m in sign.got]
+    assert values[0] == (100, "open")
+    assert (100, "open") not in values[1:]  # no repeat was published
+    assert values[-1] == (160, "pending")
+    first_160 = next(at for at, m in sign.got if m["cents"] == 160)
+    assert first_160 - changed_at < 0.2  # not held behind a repeat (0.5 s gap before)
+
+
+async def test_a_burst_is_limited_to_the_rate_and_ends_on_the_latest(mosquitto: Mosquitto) -> None:
+    topics = Topics("progressive", "t1")
+    publisher = SignPublisher(
+        MqttSettings(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
+        topics,
+        MemoryOutbox(),
+    )
+    async with MeterSign(mosquitto, topics.meter("main")) as sign:
+        runner = asyncio.create_task(publisher.run())
+        while not publisher.connected:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        for i in range(50):
+            publisher.set_meter("main", meter(1000 + i, seq=i + 1))
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.8)
+        await publisher.stop()
+        await runner
+    arrivals = [at - started for at, _ in sign.got]
+    assert sum(1 for at in arrivals if at < 0.9) <= 2  # 2 Hz: two in any second
+    for i in range(len(arrivals) - 2):
+        assert arrivals[i + 2] - arrivals[i] >= 0.9
+    assert sign.got[-1][1]["cents"] == 1049  # the latest is always delivered

@@ -34,7 +34,7 @@ from progressived.engine import (
 )
 from progressived.engine.events import EVENT_TYPES, Event
 from progressived.mqtt.payloads import event_payload, meter_payload, status_payload
-from progressived.params import MeterParams, TableParams
+from progressived.params import MeterParams, Policy, TableParams
 from tests.conftest import ROOT
 from tests.helpers import DOLLAR, table
 from tests.mqtt_schemas import MQTT_DOC, doc_schemas, documented_event_kinds, problems
@@ -107,6 +107,21 @@ def engine_events() -> list[Event]:
         Lock(),
         KeyHand(seat=2, hand="straight-flush"),
         KeyHand(seat=4, hand="straight-flush"),
+    )
+    events += more
+    # Under the split policy CONFIRM approves (award_approved); RECONCILE pays.
+    split = table("pmg-01", rate="0.1", policy=Policy.SPLIT)
+    state = initial_state(split).state
+    _, more = play(
+        split,
+        state,
+        Sensors(present=frozenset({2, 4})),
+        Lock(),
+        KeyHand(seat=2, hand="straight-flush"),
+        Confirm(),
+        KeyHand(seat=4, hand="straight-flush"),
+        Confirm(),
+        Reconcile(),
     )
     return events + more
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from progressived.engine import TableState, accounts
 from progressived.engine.events import (
+    AwardApproved,
     AwardConfirmed,
     AwardKeyed,
     AwardReversed,
@@ -155,9 +156,9 @@ def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | Non
                 "meter_after_cents": cents(event.meter_after),
                 "reason": event.reason,
             }
-        case AwardConfirmed():
+        case AwardConfirmed() | AwardApproved():
             return {
-                **_base("award_confirmed", table_id, seq, event),
+                **_base(event.kind, table_id, seq, event),
                 "hand": event.hand,
                 "meter": event.meter,
                 "cents": cents(event.units),

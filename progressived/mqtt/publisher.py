@@ -4,8 +4,13 @@
   ledger rows) and are acknowledged — removed from the outbox — only after the broker's
   PUBACK. A broker outage or a restart therefore loses none; a repeat carries the same
   ledger ``seq`` so a subscriber recognises it.
-* Meter values are retained and coalesced to ``meter_max_rate_hz``; the latest value is
-  always delivered, and every (re)connection republishes them.
+* Meter values are retained. A meter is published only when what a sign shows changes
+  (its cents, display or state; not a new ``seq``/``ts`` alone), so repeats never spend
+  the rate budget. The budget is a sliding window: at most ``meter_max_rate_hz`` messages
+  in any second (one per ``1/rate`` s below 1 Hz), so a change after a quiet moment goes
+  out at once and only a burst is coalesced; the latest value is always delivered, and
+  every (re)connection republishes the meters. A meter goes out alongside the outbox's
+  events, not after their acknowledgement.
 * Each connection attempt uses a fresh ``aiomqtt.Client``: reusing one after a disconnect
   can report "connected" before the broker has acknowledged. Attempts back off
   exponentially up to ``reconnect_max_s``.
@@ -18,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import ssl
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +39,36 @@ from progressived.mqtt.payloads import Topics, dumps, status_payload
 from progressived.mqtt.settings import MqttSettings
 
 log = structlog.get_logger("progressived.mqtt")
+
+# What a meter message says apart from what a sign shows: a change of these alone is a repeat.
+_BOOKKEEPING_KEYS = frozenset({"seq", "ts"})
+
+
+def shown(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a meter payload a sign shows (everything but ``seq`` and ``ts``)."""
+    return {k: v for k, v in payload.items() if k not in _BOOKKEEPING_KEYS}
+
+
+class RateWindow:
+    """At most ``count`` sends in any ``window_s`` seconds (``count``/``window_s`` = the rate).
+
+    Unlike a fixed gap after every send, a send after a quiet moment is never delayed:
+    only the ``count + 1``-th send within one window waits.
+    """
+
+    def __init__(self, rate_hz: float) -> None:
+        self.count = max(1, math.floor(rate_hz))
+        self.window_s = self.count / rate_hz
+        self._sent: deque[float] = deque(maxlen=self.count)
+
+    def due(self) -> float:
+        """The monotonic time from which the next send is allowed."""
+        if len(self._sent) < self.count:
+            return 0.0
+        return self._sent[0] + self.window_s
+
+    def sent(self, at: float) -> None:
+        self._sent.append(at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +128,7 @@ class SignPublisher:
         self._wake = asyncio.Event()
         self._meters: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
-        self._last_sent: dict[str, float] = {}
+        self._windows: dict[str, RateWindow] = {}
         self._first_seen: dict[str, float] = {}
         self._stopping = False
         self._stop_event = asyncio.Event()
@@ -102,14 +139,21 @@ class SignPublisher:
         """New rows are in the outbox."""
         self._wake.set()
 
-    def set_meter(self, meter_id: str, payload: Mapping[str, Any]) -> None:
-        """The meter's latest value; published at most ``meter_max_rate_hz`` times a second."""
-        if self._meters.get(meter_id) == payload:
-            return
+    def set_meter(self, meter_id: str, payload: Mapping[str, Any]) -> bool:
+        """The meter's latest value; published at most ``meter_max_rate_hz`` times a second.
+
+        Ignored (returns False) when a sign would show the same: the same cents, display and
+        state with only a newer ``seq``/``ts`` is a repeat, and a repeat must not spend the
+        rate budget a real change needs.
+        """
+        previous = self._meters.get(meter_id)
+        if previous is not None and shown(previous) == shown(payload):
+            return False
         self._meters[meter_id] = dict(payload)
         self._dirty.add(meter_id)
         self._first_seen.setdefault(meter_id, time.perf_counter())
         self._wake.set()
+        return True
 
     # ---------------------------------------------------------------- loop
     def _client_for_attempt(self) -> aiomqtt.Client:
@@ -191,48 +235,63 @@ class SignPublisher:
             log.info("broker connected" if up else "broker disconnected")
 
     async def _pump(self, client: aiomqtt.Client) -> None:
-        interval = 1.0 / self.settings.meter_max_rate_hz
         timeout = self.settings.publish_timeout_s
         while not self._stopping:
             self._wake.clear()
-            # Events first, in ledger order; acknowledged only after the broker's PUBACK.
-            while rows := await self.outbox.pending(100):
-                # Sent in ledger order on one connection; the PUBACKs are awaited together.
-                # If any fails, none is acknowledged: all are sent again after reconnecting,
-                # with the same seq, which subscribers recognise.
-                await asyncio.gather(
-                    *(
-                        client.publish(
-                            row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
-                        )
-                        for row in rows
-                    )
-                )
-                for row in rows:
-                    self.hooks.published(row.topic, row.seq, None)
-                await self.outbox.ack([row.id for row in rows])
-            # Meters: the latest value, no faster than the configured rate.
-            now = time.monotonic()
-            next_due: float | None = None
-            for meter_id in sorted(self._dirty):
-                due = self._last_sent.get(meter_id, 0.0) + interval
-                if due > now:
-                    next_due = due if next_due is None else min(next_due, due)
-                    continue
-                payload = self._meters[meter_id]
-                await client.publish(
-                    self.topics.meter(meter_id), dumps(payload), qos=1, retain=True, timeout=timeout
-                )
-                self._last_sent[meter_id] = time.monotonic()
-                self._dirty.discard(meter_id)
-                topic = self.topics.meter(meter_id)
-                seq = int(payload.get("seq", 0))
-                self.hooks.published(topic, seq, self._first_seen.pop(meter_id, None))
+            # Meters due now go out at once, alongside the events (not after their PUBACKs
+            # and acknowledgement): a sign's meter does not wait for the outbox's bookkeeping.
+            _, next_due = await asyncio.gather(
+                self._publish_events(client, timeout), self._publish_meters(client, timeout)
+            )
             wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
             if self._wake.is_set():
                 continue
+            # asyncio.timeout, not wait_for: no extra task, so a wake-up costs one loop turn
+            # fewer on the way from a journal commit to the sign.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+
+    async def _publish_events(self, client: aiomqtt.Client, timeout: float) -> None:
+        """The outbox in ledger order; acknowledged only after the broker's PUBACK."""
+        while rows := await self.outbox.pending(100):
+            # Sent in ledger order on one connection; the PUBACKs are awaited together.
+            # If any fails, none is acknowledged: all are sent again after reconnecting,
+            # with the same seq, which subscribers recognise.
+            await asyncio.gather(
+                *(
+                    client.publish(
+                        row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
+                    )
+                    for row in rows
+                )
+            )
+            for row in rows:
+                self.hooks.published(row.topic, row.seq, None)
+            await self.outbox.ack([row.id for row in rows])
+
+    async def _publish_meters(self, client: aiomqtt.Client, timeout: float) -> float | None:
+        """Every changed meter whose rate window allows it; returns when the next is due."""
+        now = time.monotonic()
+        next_due: float | None = None
+        for meter_id in sorted(self._dirty):
+            window = self._windows.setdefault(meter_id, RateWindow(self.settings.meter_max_rate_hz))
+            due = window.due()
+            if due > now:
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            payload = self._meters[meter_id]
+            topic = self.topics.meter(meter_id)
+            self._dirty.discard(meter_id)
+            window.sent(now)
+            try:
+                await client.publish(topic, dumps(payload), qos=1, retain=True, timeout=timeout)
+            except BaseException:
+                self._dirty.add(meter_id)  # sent again after reconnecting
+                raise
+            seq = int(payload.get("seq", 0))
+            self.hooks.published(topic, seq, self._first_seen.pop(meter_id, None))
+        return next_due
 
     async def stop(self) -> None:
         """Publish the offline status (a clean stop sends no last will) and disconnect."""
