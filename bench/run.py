@@ -43,11 +43,11 @@ from typing import Any
 
 import aiomqtt
 
+from bench.stress import utc_now
 from bench.table import Table, cpu_seconds, rss_bytes, table
 from progressived.broker import Mosquitto
 from progressived.engine import LinkedWagers, decide
 from progressived.ledger import Batch, Ledger
-from progressived.ledger.stress import utc_now
 from progressived.params import MeterParams, TableParams
 from progressived.paytable import find_paytable
 

@@ -34,7 +34,8 @@ from progressived.engine.events import event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.store import connect_readonly, nonzero
+from progressived.ledger.readonly import connect_readonly
+from progressived.ledger.rows import nonzero
 
 
 @dataclass(frozen=True, slots=True)
