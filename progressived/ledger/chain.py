@@ -24,7 +24,7 @@ FORBIDDEN = ("|", "\n", "\r")
 
 def clean(field: str, value: str) -> str:
     """Return ``value`` if it can be hashed unambiguously, else raise ``ValueError``."""
-    if any(ch in value for ch in FORBIDDEN):
+    if "|" in value or "\n" in value or "\r" in value:  # FORBIDDEN, unrolled: hot path
         raise ValueError(f"{field} may not contain '|', CR or LF: {value!r}")
     return value
 

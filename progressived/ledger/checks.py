@@ -49,7 +49,7 @@ SELECT j.seq,
          THEN 'the postings table differs from the row''s postings'
   END AS problem
 FROM journal j
-WHERE j.seq <= :head AND {{where}}
+WHERE j.seq > :after AND j.seq <= :head AND {{where}}
 ORDER BY j.seq LIMIT :limit"""
 # The filter parses each row's JSON once; a row that is not JSON at all (possible only
 # past a dropped CHECK) makes it fail, and the check is then run without it (slower).
@@ -103,16 +103,12 @@ def integrity(path: Path | str) -> list[Finding]:
     )
 
 
-def rows(path: Path | str, head: int, table: str, limit: int) -> list[Finding]:
-    """Each row's table, and its data against the postings table; postings that do not
-    balance or that belong to no row; snapshots that name another row's hash."""
+def rows(path: Path | str, table: str, after: int, last: int, limit: int) -> list[Finding]:
+    """Rows ``after+1..last``: each row's table, and its data against the postings table."""
     found: list[Finding] = []
     conn = open_read(path)
-    args = {"head": head, "table": table, "limit": limit}
+    args = {"after": after, "head": last, "table": table, "limit": limit}
     try:
-        current = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0]
-        if current != head:
-            found.append((None, DATA, "the ledger grew during the check: run it again"))
         try:
             listed = conn.execute(_ROWS_FAST, args).fetchall()
         except sqlite3.OperationalError:
@@ -124,6 +120,22 @@ def rows(path: Path | str, head: int, table: str, limit: int) -> list[Finding]:
                 )
             if message is not None:
                 found.append((int(seq), DATA, str(message)))
+    except sqlite3.OperationalError as exc:  # e.g. malformed JSON past a dropped CHECK
+        found.append((None, DATA, f"the rows' data cannot be checked: {exc}"))
+    finally:
+        conn.close()
+    return found
+
+
+def postings(path: Path | str, head: int, limit: int) -> list[Finding]:
+    """Postings that do not balance or belong to no row; snapshots naming another hash."""
+    found: list[Finding] = []
+    conn = open_read(path)
+    args = {"head": head, "limit": limit}
+    try:
+        current = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0]
+        if current != head:
+            found.append((None, DATA, "the ledger grew during the check: run it again"))
         for seq, total in conn.execute(_UNBALANCED, args):
             found.append((int(seq), UNBALANCED, f"postings do not balance (sum {total})"))
         contiguous = conn.execute(_CONTIGUOUS, args).fetchone()[0]
@@ -132,8 +144,6 @@ def rows(path: Path | str, head: int, table: str, limit: int) -> list[Finding]:
             found.append((int(seq), ORPHAN, "postings for a journal row that does not exist"))
         for (seq,) in conn.execute(_SNAPSHOT_HASHES, args):
             found.append((int(seq), SNAPSHOT_HASH, "the snapshot at this row names another hash"))
-    except sqlite3.OperationalError as exc:  # e.g. malformed JSON past a dropped CHECK
-        found.append((None, DATA, f"the rows' data cannot be checked: {exc}"))
     finally:
         conn.close()
     return found

@@ -103,10 +103,11 @@ def plan(
             if not key:
                 raise ValueError("an idempotency key may not be empty")
         specs = _specs(item, at)
-        round_end = round_end or any(spec[3] in ROUND_END for spec in specs)
         rows: list[JournalRow] = []
         count = 0
         for row_at, rnd, seat, kind, category, data, postings in specs:
+            if kind in ROUND_END and category == "engine":
+                round_end = True
             seq += 1
             text = dumps(data)
             idem = key if not count else None
@@ -143,7 +144,8 @@ def plan(
                     JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
                 )
         if isinstance(item, Batch):
-            if nonzero(balances) != nonzero(item.state.balances):
+            engine = item.state.balances  # equal dicts first: the usual case, in C
+            if balances != engine and nonzero(balances) != nonzero(engine):
                 raise ValueError(
                     "the engine's balances differ from the ledger's after these events"
                 )

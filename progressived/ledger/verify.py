@@ -161,11 +161,16 @@ def _run(
     second: Future[tuple[list[checks.Finding], int, int, str]] | None = None
     with (
         ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as procs,
-        ThreadPoolExecutor(3, thread_name_prefix="verify-sql") as threads,
+        ThreadPoolExecutor(5, thread_name_prefix="verify-sql") as threads,
     ):
         if split is not None:  # fork before the threads start
             second = procs.submit(_walk, path, int(split[0]), str(split[1]), head, limit)
-        jobs = [threads.submit(checks.rows, path, head, report.table_id, limit)]
+        table, middle = report.table_id, head // 2
+        jobs = [
+            threads.submit(checks.rows, path, table, 0, middle, limit),
+            threads.submit(checks.rows, path, table, middle, head, limit),
+            threads.submit(checks.postings, path, head, limit),
+        ]
         if integrity:
             jobs.append(threads.submit(checks.integrity, path))
         sums = threads.submit(checks.sums, path)
