@@ -61,6 +61,10 @@ class Plan:
         return not self.journal and not self.keys
 
 
+class Refused(ValueError):
+    """A call the ledger will not journal (the message says why)."""
+
+
 _Spec = tuple[str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...]]
 
 
@@ -75,8 +79,8 @@ def plan(
     """The rows ``items`` write after ``head``; ``known`` holds the idempotency keys of
     ``items`` already journaled (their calls are duplicates and write nothing).
 
-    Raises ``ValueError`` or ``TypeError`` when a call must be refused; nothing is then
-    written by any call of the transaction.
+    Raises :class:`Refused` when a call must be refused; nothing is then written by any
+    call of the transaction.
     """
     seq, prev = head.seq, head.hash
     balances = dict(head.balances)
@@ -96,59 +100,60 @@ def plan(
             if first is not None:
                 results.append(replace(first, duplicate=True))
                 continue
-        actor = chain.clean("actor", item.actor)
-        at = chain.clean("at", item.at)
-        if key is not None:
-            chain.clean("idempotency key", key)
-            if not key:
-                raise ValueError("an idempotency key may not be empty")
-        specs = _specs(item, at)
         rows: list[JournalRow] = []
         count = 0
-        for row_at, rnd, seat, kind, category, data, postings in specs:
-            if kind in ROUND_END and category == "engine":
-                round_end = True
-            seq += 1
-            text = dumps(data)
-            idem = key if not count else None
-            row_hash = sha256(
-                f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
-                f"{category}|{actor}|{'' if idem is None else idem}|{text}".encode()
-            ).hexdigest()  # chain.link(prev, chain.content(...)), inlined on the hot path
-            journal.append(
-                (
-                    seq,
-                    row_at,
-                    table_id,
-                    rnd,
-                    seat,
-                    kind,
-                    category,
-                    actor,
-                    idem,
-                    text,
-                    row_hash,
-                    prev,
+        try:
+            actor = chain.clean("actor", item.actor)
+            at = chain.clean("at", item.at)
+            if key is not None:
+                chain.clean("idempotency key", key)
+                if not key:
+                    raise ValueError("an idempotency key may not be empty")
+            specs = _specs(item, at)
+            for row_at, rnd, seat, kind, category, data, postings in specs:
+                if kind in ROUND_END and category == "engine":
+                    round_end = True
+                seq += 1
+                text = dumps(data)
+                idem = key if not count else None
+                row_hash = sha256(
+                    f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
+                    f"{category}|{actor}|{'' if idem is None else idem}|{text}".encode()
+                ).hexdigest()  # chain.link(prev, chain.content(...)), inlined on the hot path
+                journal.append(
+                    (
+                        seq,
+                        row_at,
+                        table_id,
+                        rnd,
+                        seat,
+                        kind,
+                        category,
+                        actor,
+                        idem,
+                        text,
+                        row_hash,
+                        prev,
+                    )
                 )
-            )
-            prev = row_hash
-            for leg, posting in enumerate(postings):
-                if type(posting.units) is not int:
-                    raise ValueError(f"{kind}: amounts must be integers")
-                legs.append((seq, leg, posting.account, posting.units))
-                balances[posting.account] = balances.get(posting.account, 0) + posting.units
-                touched[posting.account] = seq
-            count += 1
-            if item.outbox is not None:  # only the outbox callback needs them
-                rows.append(
-                    JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
-                )
+                prev = row_hash
+                for leg, posting in enumerate(postings):
+                    if type(posting.units) is not int:
+                        raise ValueError(f"{kind}: amounts must be integers")
+                    legs.append((seq, leg, posting.account, posting.units))
+                    balances[posting.account] = balances.get(posting.account, 0) + posting.units
+                    touched[posting.account] = seq
+                count += 1
+                if item.outbox is not None:  # only the outbox callback needs them
+                    rows.append(
+                        JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
+                    )
+        except (ValueError, TypeError) as exc:
+            raise Refused(str(exc)) from None
         if isinstance(item, Batch):
             engine = item.state.balances  # equal dicts first: the usual case, in C
             if balances != engine and nonzero(balances) != nonzero(engine):
-                raise ValueError(
-                    "the engine's balances differ from the ledger's after these events"
-                )
+                raise Refused("the engine's balances differ from the ledger's after these events")
             state = item.state
         result = AppendResult(seq - count + 1, seq)
         results.append(result)

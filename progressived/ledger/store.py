@@ -390,7 +390,7 @@ class Ledger:
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
             )
-        except (ValueError, TypeError) as exc:
+        except plan.Refused as exc:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results
