@@ -311,41 +311,14 @@ async def bench_latency(tmp: Path, presses: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- throughput
 
 
-def bench_throughput(tmp: Path, wagers: int, group: int) -> dict[str, Any]:
-    db = tmp / "linked.db"
-    params = linked_params()
-    at = utc_now()
-    with Ledger.open(db, params, at=at, software="bench") as ledger:
-        first_seq = ledger.head_seq + 1
-        state = ledger.state
-        started = time.perf_counter()
-        append_s = 0.0
-        batches: list[Batch] = []
-        for i in range(wagers):
-            cid = f"bench-2:{i}"
-            decision = decide(
-                params, state, LinkedWagers(source_table="bench-2", count=1, contribution_id=cid,
-                                            at=at, actor="link")
-            )
-            if not decision.accepted:
-                raise RuntimeError(decision.reason)
-            state = decision.state
-            batches.append(Batch(decision.events, state, at, "link", cid))
-            if len(batches) >= group:
-                t0 = time.perf_counter()
-                ledger.append_many(batches)
-                append_s += time.perf_counter() - t0
-                batches = []
-        if batches:
-            t0 = time.perf_counter()
-            ledger.append_many(batches)
-            append_s += time.perf_counter() - t0
-        ledger_s = time.perf_counter() - started
-        last_seq = ledger.head_seq
-    assert last_seq - first_seq + 1 == wagers
+_JOURNAL_COLUMNS = (
+    "seq, at, table_id, round, seat, kind, category, actor, idem_key, data, hash, prev_hash"
+)
 
-    # The same rows, into the same schema, under the same pragmas, `group` wagers a commit.
-    src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+
+def _bare_copy(ledger_db: Path, bare_db: Path) -> sqlite3.Connection:
+    """A fresh database with the ledger's tables and indexes, under the same pragmas."""
+    src = sqlite3.connect(f"file:{ledger_db}?mode=ro", uri=True)
     ddl = [
         sql
         for (sql,) in src.execute(
@@ -353,23 +326,7 @@ def bench_throughput(tmp: Path, wagers: int, group: int) -> dict[str, Any]:
             "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, rowid"
         )
     ]
-    journal = src.execute(
-        "SELECT seq, at, table_id, round, seat, kind, category, actor, idem_key, data, hash, "
-        "prev_hash FROM journal WHERE seq >= ? ORDER BY seq",
-        (first_seq,),
-    ).fetchall()
-    postings = src.execute(
-        "SELECT seq, leg, account, units FROM postings WHERE seq >= ? ORDER BY seq, leg",
-        (first_seq,),
-    ).fetchall()
-    idem = src.execute(
-        "SELECT key, first_seq, last_seq FROM idempotency WHERE first_seq >= ?", (first_seq,)
-    ).fetchall()
     src.close()
-    by_seq: dict[int, list[tuple[Any, ...]]] = {}
-    for row in postings:
-        by_seq.setdefault(int(row[0]), []).append(row)
-    bare_db = tmp / "bare.db"
     conn = sqlite3.connect(bare_db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
@@ -378,31 +335,84 @@ def bench_throughput(tmp: Path, wagers: int, group: int) -> dict[str, Any]:
         if "TRIGGER" in sql.upper().split("(")[0]:
             continue  # append-only guards fire on UPDATE/DELETE only; keep inserts bare
         conn.execute(sql)
-    started = time.perf_counter()
-    for start in range(0, len(journal), group):
-        chunk = journal[start : start + group]
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO journal (seq, at, table_id, round, seat, kind, category, actor, "
-            "idem_key, data, hash, prev_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            chunk,
-        )
-        conn.executemany(
-            "INSERT INTO postings (seq, leg, account, units) VALUES (?, ?, ?, ?)",
-            [p for row in chunk for p in by_seq.get(int(row[0]), [])],
-        )
-        conn.executemany(
-            "INSERT INTO idempotency (key, first_seq, last_seq) VALUES (?, ?, ?)",
-            idem[start : start + group],
-        )
-        conn.execute("COMMIT")
-    bare_s = time.perf_counter() - started
-    conn.close()
+    return conn
+
+
+def bench_throughput(tmp: Path, wagers: int, group: int) -> dict[str, Any]:
+    """Each group of wagers is journaled by the ledger, then its rows (read back from the
+    ledger, untimed) are inserted bare in one transaction: ledger and floor run
+    interleaved, group by group, so that the machine's load drifts over both alike."""
+    db = tmp / "linked.db"
+    params = linked_params()
+    at = utc_now()
+    decide_s = append_s = bare_s = 0.0
+    rows = postings_n = 0
+    with Ledger.open(db, params, at=at, software="bench") as ledger:
+        first_seq = ledger.head_seq + 1
+        bare = _bare_copy(db, tmp / "bare.db")
+        src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        state = ledger.state
+        batches: list[Batch] = []
+
+        def flush() -> None:
+            nonlocal append_s, bare_s, rows, postings_n
+            after = ledger.head_seq
+            started = time.perf_counter()
+            ledger.append_many(batches)
+            append_s += time.perf_counter() - started
+            journal = src.execute(
+                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE seq > ? ORDER BY seq", (after,)
+            ).fetchall()
+            legs = src.execute(
+                "SELECT seq, leg, account, units FROM postings WHERE seq > ? ORDER BY seq, leg",
+                (after,),
+            ).fetchall()
+            keys = src.execute(
+                "SELECT key, first_seq, last_seq FROM idempotency WHERE first_seq > ?", (after,)
+            ).fetchall()
+            rows, postings_n = rows + len(journal), postings_n + len(legs)
+            started = time.perf_counter()
+            bare.execute("BEGIN IMMEDIATE")
+            bare.executemany(
+                f"INSERT INTO journal ({_JOURNAL_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                journal,
+            )
+            bare.executemany("INSERT INTO postings (seq, leg, account, units) VALUES (?, ?, ?, ?)",
+                             legs)
+            bare.executemany("INSERT INTO idempotency (key, first_seq, last_seq) VALUES (?, ?, ?)",
+                             keys)
+            bare.execute("COMMIT")
+            bare_s += time.perf_counter() - started
+            batches.clear()
+
+        for i in range(wagers):
+            cid = f"bench-2:{i}"
+            started = time.perf_counter()
+            decision = decide(
+                params, state, LinkedWagers(source_table="bench-2", count=1, contribution_id=cid,
+                                            at=at, actor="link")
+            )
+            if not decision.accepted:
+                raise RuntimeError(decision.reason)
+            state = decision.state
+            batches.append(Batch(decision.events, state, at, "link", cid))
+            decide_s += time.perf_counter() - started
+            if len(batches) >= group:
+                flush()
+        if batches:
+            flush()
+        last_seq = ledger.head_seq
+        src.close()
+        bare.close()
+    assert last_seq - first_seq + 1 == wagers == rows
+    ledger_s = decide_s + append_s
     return {
         "wagers": wagers,
         "group": group,
-        "journal_rows": len(journal),
-        "posting_rows": len(postings),
+        "journal_rows": rows,
+        "posting_rows": postings_n,
+        "decide_s": round(decide_s, 3),
         "ledger_s": round(ledger_s, 3),
         "ledger_per_s": round(wagers / ledger_s),
         "bare_sqlite_s": round(bare_s, 3),
