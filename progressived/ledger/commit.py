@@ -9,6 +9,8 @@ transaction is rolled back and reported as the exception the daemon acts on
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -103,3 +105,22 @@ def commit(conn: sqlite3.Connection, plan: Plan, path: Path | str) -> None:
         if plan.journal:
             head = plan.head
             conn.executemany(_MOVE_HEAD, ((str(head.seq), "head_seq"), (head.hash, "head_hash")))
+
+
+def lock(path: Path) -> int:
+    """Take the one-writer lock ``PATH.lock`` (released by the kernel if the process dies)."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LedgerUnavailable(
+            f"ledger {path}: cannot create {lock_path}: {exc.strerror}"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise LedgerUnavailable(
+            f"ledger {path} is open for writing by another process (lock {lock_path})"
+        ) from None
+    return fd

@@ -13,7 +13,6 @@ from the latest snapshot (:mod:`progressived.ledger.recovery`).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import threading
@@ -34,6 +33,7 @@ from progressived.ledger.commit import (
     transaction,
     translate,
 )
+from progressived.ledger.commit import lock as _lock
 from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
 from progressived.ledger.plan import SNAPSHOT_EVERY, Head
 from progressived.ledger.readonly import connect_readonly
@@ -401,22 +401,3 @@ class Ledger:
         self._state = after.state
         self._since_snapshot = after.since_snapshot
         return rows.results
-
-
-def _lock(path: Path) -> int:
-    """Take the one-writer lock ``PATH.lock`` (released by the kernel if the process dies)."""
-    lock_path = path.with_name(path.name + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise LedgerUnavailable(
-            f"ledger {path}: cannot create {lock_path}: {exc.strerror}"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise LedgerUnavailable(
-            f"ledger {path} is open for writing by another process (lock {lock_path})"
-        ) from None
-    return fd
