@@ -2,7 +2,7 @@
 every ``--every`` rounds (one JSON line each), then topped up with short rounds until the
 ledger holds ``--events`` journal rows (the ledger the start-up benchmark opens).
 
-Rounds are the crash driver's (progressived.ledger.stress.round_commands: bets, LOCK,
+Rounds are the crash driver's (bench.stress.round_commands: bets, LOCK,
 winners keyed, confirm/reject, sometimes VOID, RECONCILE), journaled with group commit.
 ``python -m bench.memloop --config FILE --rounds N --every M --events E``
 """
@@ -17,9 +17,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.stress import drive, utc_now
 from progressived.engine import Command, Lock, Reconcile, Sensors, decide
 from progressived.ledger import Batch, Ledger
-from progressived.ledger.stress import drive, utc_now
 from progressived.params import TableParams
 from progressived.settings import load_daemon_config
 

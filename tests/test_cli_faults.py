@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params, drive
 from progressived.ledger import Ledger
-from progressived.ledger.stress import demo_params, drive
 
 DAEMON = [sys.executable, "-m", "progressived.cli.daemon"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params, drive
 from progressived.engine import Confirm, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.accounts import identity_gap
 from progressived.engine.state import Phase, TableState
@@ -22,7 +23,6 @@ from progressived.ledger import (
     OutboxMessage,
 )
 from progressived.ledger.schema import SCHEMA_VERSION
-from progressived.ledger.stress import demo_params, drive
 from progressived.ledger.verify import verify
 from progressived.params import MeterParams, TableParams
 

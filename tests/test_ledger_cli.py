@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params, drive
 from progressived.cli.ctl import main
 from progressived.engine import Confirm, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.commands import Command
 from progressived.ledger import Ledger, chain
-from progressived.ledger.stress import demo_params, drive
 
 ROOT = Path(__file__).resolve().parent.parent
 AT = "2026-11-21T19:00:00.000000Z"

@@ -1,7 +1,7 @@
 """Crash safety: a writer killed with SIGKILL at random moments loses nothing it
 acknowledged, and leaves a ledger that passes every check.
 
-The child (``python -m progressived.ledger.stress``) prints ``ACK key first last`` only
+The child (``python -m bench.stress``) prints ``ACK key first last`` only
 after the transaction committed (``synchronous=FULL``). After each kill: ``PRAGMA
 integrity_check``, ``ledger verify`` (hash chain, postings, balances, snapshots, the
 identity), every acknowledged key present with the same rows, and the recovered state
@@ -21,11 +21,11 @@ import threading
 import time
 from pathlib import Path
 
+from bench.stress import demo_params
 from progressived.engine.core import evolve
 from progressived.engine.events import event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import Ledger
-from progressived.ledger.stress import demo_params
 from progressived.ledger.verify import verify
 
 TABLE = "crash-1"
@@ -39,7 +39,7 @@ def run_child_and_kill(db: Path, run: str, seed: int, rng: random.Random) -> lis
         [
             sys.executable,
             "-m",
-            "progressived.ledger.stress",
+            "bench.stress",
             "--db",
             str(db),
             "--table",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params, drive
 from progressived.engine import Lock, Sensors, decide
 from progressived.ledger import Ledger, LedgerUnavailable
-from progressived.ledger.stress import demo_params, drive
 from progressived.ledger.verify import verify
 
 AT = "2026-11-21T19:00:00.000000Z"

@@ -7,10 +7,10 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+from bench.stress import demo_params, drive, round_commands
 from progressived.engine import decide, event_to_dict, initial_state
 from progressived.ledger import Ledger
-from progressived.ledger.store import _event_dict
-from progressived.ledger.stress import demo_params, drive, round_commands
+from progressived.ledger.plan import event_dict as _event_dict
 
 AT = "2026-11-21T19:00:00.000000Z"
 

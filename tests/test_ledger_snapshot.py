@@ -6,11 +6,11 @@ import random
 from dataclasses import replace
 from types import MappingProxyType
 
+from bench.stress import demo_params, round_commands
 from progressived.engine import decide, initial_state
 from progressived.engine.events import Posting
 from progressived.engine.state import KeyedHand, MeterAward, Phase, TableState
 from progressived.ledger import snapshot
-from progressived.ledger.stress import demo_params, round_commands
 
 
 def test_every_field_round_trips() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params, drive
 from progressived.ledger import Ledger, LedgerError, chain
-from progressived.ledger.stress import demo_params, drive
 from progressived.ledger.verify import verify
 
 AT = "2026-11-21T19:00:00.000000Z"

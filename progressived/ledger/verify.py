@@ -19,22 +19,20 @@ Problems are reported in journal order, so the first one names the first bad row
 
 from __future__ import annotations
 
-import json
+import multiprocessing
+import os
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
 from progressived.engine import accounts
-from progressived.engine.core import evolve
-from progressived.engine.events import event_from_dict
-from progressived.engine.state import TableState
-from progressived.ledger import chain, snapshot
+from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.store import connect_readonly, nonzero
+from progressived.ledger.readonly import connect_readonly
+from progressived.ledger.rows import nonzero
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,6 @@ class VerifyReport:
     balances: dict[str, int] = field(default_factory=dict)
     identity_gap: int = 0
     problems: list[Problem] = field(default_factory=list)
-    progress: Callable[[int], None] = field(default=lambda _rows: None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -85,18 +82,19 @@ class VerifyReport:
         }
 
 
-Progress = Callable[[int, int], None]
-PROGRESS_EVERY = 20_000  # rows between two progress calls
-
-
-class _TooMany(Exception):
-    pass
-
-
 def meter_ids(balances: dict[str, int]) -> list[str]:
     """The meters a ledger holds, from its account names (no configuration needed)."""
     prefixes = ("meter:", "seed_funding:")
     return sorted({a.split(":", 1)[1] for a in balances if a.startswith(prefixes)})
+
+
+Progress = Callable[[int, int], None]  # (rows done, rows in all)
+PROGRESS_EVERY = 20_000  # rows between two progress calls
+
+
+# A chain this long is split in two: the second half is walked by a forked process (one
+# SHA-256 a row is Python work that holds the GIL), the first by this one.
+SPLIT_ROWS = 200_000
 
 
 def verify(
@@ -109,66 +107,85 @@ def verify(
 ) -> VerifyReport:
     """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.
 
-    ``progress(rows_checked, rows_total)`` is called every :data:`PROGRESS_EVERY` rows
-    of the hash chain (``progressivectl ledger verify`` draws a bar on a terminal).
+    The hash chain (``chain.Walk``, the checker recovery uses too) runs here, split with a
+    second process on a long ledger; ``PRAGMA integrity_check``, the rows against the
+    postings and the per-account sums run meanwhile on threads, each on its own read-only
+    connection. All read rows 1..head, the head this call's read transaction saw.
+    ``progress(done, total)`` is called now and then while this process walks its part of
+    the chain (``progressivectl ledger verify`` draws a bar on a terminal).
     """
     conn = connect_readonly(path)
     report = VerifyReport()
+    found: list[checks.Finding] = []
     try:
         conn.execute("BEGIN")
-        if progress is not None:
-            total = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
-            report.progress = lambda done: progress(done, total)
-            report.progress(0)
-        _run(conn, report, path=path, replay=replay, integrity=integrity, max_problems=max_problems)
-    except _TooMany:
-        pass
+        _run(
+            conn,
+            report,
+            found,
+            path=path,
+            replay=replay,
+            integrity=integrity,
+            limit=max_problems,
+            progress=progress,
+        )
     except sqlite3.Error as exc:
         raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
     finally:
         conn.close()
-    report.progress(report.rows)
-    report.problems.sort(key=lambda p: (p.seq is None, p.seq or 0))
+    found.sort(key=lambda f: (f[0] is None, f[0] or 0, f[1]))
+    report.problems = [Problem(seq, message) for seq, _, message in found[:max_problems]]
     return report
 
 
-def _postings_by_seq(conn: sqlite3.Connection) -> Iterator[tuple[int, list[tuple[str, int]]]]:
-    current: int | None = None
-    legs: list[tuple[str, int]] = []
-    expected_leg = 0
-    for seq, leg, account, units in conn.execute(
-        "SELECT seq, leg, account, units FROM postings ORDER BY seq, leg"
-    ):
-        if seq != current:
-            if current is not None:
-                yield current, legs
-            current, legs, expected_leg = seq, [], 0
-        if leg != expected_leg:
-            legs.append(("<missing leg>", 0))
-        legs.append((account, units))
-        expected_leg = leg + 1
-    if current is not None:
-        yield current, legs
+_Row = tuple[int, str, str, str]  # chain.ROWS_SQL: seq, prev_hash, hash, canonical text
+
+
+def _counted(rows: Iterable[_Row], progress: Callable[[int], None] | None) -> Iterator[_Row]:
+    """``rows``, calling ``progress(rows so far)`` every :data:`PROGRESS_EVERY` rows."""
+    if progress is None:
+        yield from rows
+        return
+    for count, row in enumerate(rows, start=1):
+        if count % PROGRESS_EVERY == 0:
+            progress(count)
+        yield row
+
+
+def _walk(
+    path: Path | str,
+    after: int,
+    after_hash: str,
+    last: int,
+    limit: int,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[checks.Finding], int, int, str]:
+    """Walk rows ``after+1..last`` of the chain: its breaks, rows read, last row and hash."""
+    conn = checks.open_read(path)
+    try:
+        walk = chain.Walk(after, after_hash)
+        found: list[checks.Finding] = []
+        rows = _counted(conn.execute(chain.ROWS_SQL, (after, last)), progress)
+        for seq, check, message in walk.breaks(rows):
+            found.append((seq, check, message))
+            if len(found) >= limit:
+                break
+    finally:
+        conn.close()
+    return found, walk.rows, walk.seq, walk.hash
 
 
 def _run(
     conn: sqlite3.Connection,
     report: VerifyReport,
+    found: list[checks.Finding],
     *,
     path: Path | str,
     replay: bool,
     integrity: bool,
-    max_problems: int,
+    limit: int,
+    progress: Progress | None = None,
 ) -> None:
-    def problem(seq: int | None, message: str) -> None:
-        report.problems.append(Problem(seq, message))
-        if len(report.problems) >= max_problems:
-            raise _TooMany
-
-    if integrity:
-        result = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
-        if result != ["ok"]:
-            problem(None, "integrity_check: " + "; ".join(result[:5]))
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     report.table_id = str(meta.get("table_id", ""))
     snapshots = {
@@ -176,196 +193,59 @@ def _run(
         for s, h, t in conn.execute("SELECT seq, hash, state FROM snapshots ORDER BY seq")
     }
     report.snapshots = len(snapshots)
-    if not replay:
-        _fast_pass(conn, report, problem, snapshots, path)
-        _tail_checks(conn, report, problem, meta, snapshots, _sql_balances(conn))
-        return
-    postings = _postings_by_seq(conn)
-    pending = next(postings, None)
-    balances: dict[str, int] = {}
-    state = TableState()
-    expected_seq = 1
-    expected_prev = chain.GENESIS
-    for row in conn.execute(
-        "SELECT seq, at, table_id, round, seat, kind, category, actor, idem_key, data, "
-        "prev_hash, hash FROM journal ORDER BY seq"
+    head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
+    split = None
+    if head >= SPLIT_ROWS and (os.cpu_count() or 1) > 1:
+        split = conn.execute(
+            "SELECT seq, hash FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (head // 2,)
+        ).fetchone()
+    second: Future[tuple[list[checks.Finding], int, int, str]] | None = None
+    with (
+        ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as procs,
+        ThreadPoolExecutor(5, thread_name_prefix="verify-sql") as threads,
     ):
-        seq, at, table_id, rnd, seat, kind, category, actor, idem, data, prev_hash, row_hash = row
-        report.rows += 1
-        if report.rows % PROGRESS_EVERY == 0:
-            report.progress(report.rows)
-        if seq != expected_seq:
-            problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
-        if prev_hash != expected_prev:
-            problem(
-                seq,
-                "prev_hash is not the hash of the row before it (rows deleted, "
-                "inserted or reordered)",
+        if split is not None:  # fork before the threads start
+            second = procs.submit(_walk, path, int(split[0]), str(split[1]), head, limit)
+        table, middle = report.table_id, head // 2
+        jobs = [
+            threads.submit(checks.rows, path, table, 0, middle, limit),
+            threads.submit(checks.rows, path, table, middle, head, limit),
+            threads.submit(checks.postings, path, head, limit),
+        ]
+        if integrity:
+            jobs.append(threads.submit(checks.integrity, path))
+        sums = threads.submit(checks.sums, path)
+        # This process walks the first part; the forked one the rest at about the same pace.
+        share = 1 if split is None else 2
+        tick = None if progress is None else (lambda done: progress(done * share, head))
+        if progress is not None:
+            progress(0, head)
+        mine, rows, last, last_hash = _walk(
+            path, 0, chain.GENESIS, head if split is None else int(split[0]), limit, tick
+        )
+        found.extend(mine)
+        if second is not None:
+            theirs, more, last, last_hash = second.result()
+            found.extend(theirs)
+            rows += more
+        if replay:
+            found.extend(
+                checks.replay(conn, head, {s: t for s, (_, t) in snapshots.items()}, limit)
             )
-        text = chain.content(seq, at, table_id, rnd, seat, kind, category, actor, idem, data)
-        if chain.link(prev_hash, text) != row_hash:
-            problem(seq, "hash does not match the row's content (the row was edited)")
-        if table_id != report.table_id:
-            problem(seq, f"table {table_id!r} is not the ledger's table {report.table_id!r}")
-        while pending is not None and pending[0] < seq:
-            problem(pending[0], "postings for a journal row that does not exist")
-            pending = next(postings, None)
-        stored: list[tuple[str, int]] = []
-        if pending is not None and pending[0] == seq:
-            stored = pending[1]
-            pending = next(postings, None)
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            problem(seq, "data is not JSON")
-            payload = {}
-        if category == "engine":
-            try:
-                event = event_from_dict(payload)
-            except (KeyError, TypeError, ValueError) as exc:
-                problem(seq, f"data is not a {kind} event: {exc!r}")
-            else:
-                if (event.kind, event.round, event.seat) != (kind, rnd, seat):
-                    problem(seq, "kind, round or seat differ from the event's data")
-                legs = [(p.account, p.units) for p in event.postings]
-                if sum(u for _, u in legs):
-                    problem(seq, f"postings do not balance (sum {sum(u for _, u in legs)})")
-                if legs != stored:
-                    problem(seq, "the postings table differs from the row's postings")
-                for account, units in legs:
-                    balances[account] = balances.get(account, 0) + units
-                if replay:
-                    state = evolve(state, event)
-        elif stored:
-            problem(seq, f"a {category} row has postings")
-        snap = snapshots.get(seq)
-        if snap is not None:
-            if snap[0] != row_hash:
-                problem(seq, "the snapshot at this row names another hash")
-            elif replay and snapshot.loads(snap[1]) != state:
-                problem(seq, "the snapshot at this row differs from the replayed state")
-        expected_seq = seq + 1
-        expected_prev = row_hash
-    while pending is not None:
-        problem(pending[0], "postings for a journal row that does not exist")
-        pending = next(postings, None)
-    report.head_seq, report.head_hash = expected_seq - 1, expected_prev
+        for job in jobs:
+            found.extend(job.result())
+        balances = sums.result()
+    report.rows, report.head_seq, report.head_hash = rows, last, last_hash
+    if progress is not None:
+        progress(rows, head)
+
+    def problem(seq: int | None, message: str) -> None:
+        found.append((seq, 10, message))
+
     _tail_checks(conn, report, problem, meta, snapshots, balances)
 
 
 Report = Callable[[int | None, str], None]
-
-# The fast pass's checks of the rows' JSON against the postings table, done by SQLite in
-# one scan: the postings each engine row's JSON carries must be, leg by leg, the postings
-# table's rows for it (both rendered as minified JSON), and kind, round and seat must match.
-_ROWS_VS_POSTINGS = """
-SELECT j.seq, j.category,
-  CASE WHEN NOT json_valid(j.data) THEN 'data is not JSON'
-       WHEN j.category != 'engine' THEN
-         CASE WHEN p.legs IS NOT NULL THEN 'a ' || j.category || ' row has postings' END
-       WHEN json_extract(j.data, '$.kind') IS NOT j.kind
-         OR json_extract(j.data, '$.round') IS NOT j.round
-         OR json_extract(j.data, '$.seat') IS NOT j.seat
-         THEN 'kind, round or seat differ from the event''s data'
-       WHEN coalesce(p.legs, '[]') IS NOT coalesce(json_extract(j.data, '$.postings'), '[]')
-         THEN 'the postings table differs from the row''s postings'
-  END AS problem
-FROM journal j LEFT JOIN (
-  SELECT seq, json_group_array(json_array(account, units)) AS legs
-  FROM (SELECT seq, account, units FROM postings ORDER BY seq, leg) GROUP BY seq
-) p ON p.seq = j.seq
-WHERE problem IS NOT NULL"""
-_UNBALANCED = "SELECT seq, sum(units) FROM postings GROUP BY seq HAVING sum(units) != 0"
-_ORPHAN_POSTINGS = """
-SELECT DISTINCT q.seq FROM postings q LEFT JOIN journal j ON j.seq = q.seq WHERE j.seq IS NULL"""
-
-
-def _sql_checks(path: Path | str, head: int) -> list[tuple[int | None, str]]:
-    """The rows' JSON against the postings table, on a connection of its own (SQLite
-    releases the GIL, so this runs beside the hash chain on a second core)."""
-    found: list[tuple[int | None, str]] = []
-    conn = connect_readonly(path)
-    try:
-        conn.execute("BEGIN")
-        current = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0]
-        if current != head:
-            found.append((None, "the ledger grew during the check: run it again"))
-        for seq, _category, message in conn.execute(_ROWS_VS_POSTINGS):
-            found.append((int(seq), str(message)))
-        for seq, total in conn.execute(_UNBALANCED):
-            found.append((int(seq), f"postings do not balance (sum {total})"))
-        for (seq,) in conn.execute(_ORPHAN_POSTINGS):
-            found.append((int(seq), "postings for a journal row that does not exist"))
-    except sqlite3.OperationalError as exc:  # e.g. malformed JSON past a dropped CHECK
-        found.append((None, f"the rows' data cannot be checked: {exc}"))
-    finally:
-        conn.close()
-    return found
-
-
-def _fast_pass(
-    conn: sqlite3.Connection,
-    report: VerifyReport,
-    problem: Report,
-    snapshots: Mapping[int, Any],
-    path: Path | str,
-) -> None:
-    """The hash chain in Python (one SHA-256 a row) while SQLite checks the rows' JSON
-    against the postings on a second thread. It does not rebuild the engine state
-    (``--deep`` does)."""
-    head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-sql") as pool:
-        sql = pool.submit(_sql_checks, path, head)
-        _chain_pass(conn, report, problem, snapshots)
-        for seq, message in sql.result():
-            problem(seq, message)
-
-
-# The canonical row text of chain.content, built by SQLite: ``prev_hash|content``.
-_CHAIN_ROWS = """
-SELECT seq, table_id, prev_hash, hash,
-  prev_hash || '|' || seq || '|' || at || '|' || table_id || '|' || coalesce(round, '') || '|' ||
-  seat || '|' || kind || '|' || category || '|' || actor || '|' || coalesce(idem_key, '') ||
-  '|' || data
-FROM journal ORDER BY seq"""
-
-
-def _chain_pass(
-    conn: sqlite3.Connection, report: VerifyReport, problem: Report, snapshots: Mapping[int, Any]
-) -> None:
-    """Every row's hash recomputed (``chain.link``'s SHA-256 over the same text)."""
-    expected_seq, expected_prev = 1, chain.GENESIS
-    table = report.table_id
-    rows = 0
-    for seq, table_id, prev_hash, row_hash, text in conn.execute(_CHAIN_ROWS):
-        rows += 1
-        if rows % PROGRESS_EVERY == 0:
-            report.progress(rows)
-        if seq != expected_seq:
-            problem(seq, f"expected row {expected_seq} here: rows were deleted or inserted")
-        if prev_hash != expected_prev:
-            problem(
-                seq,
-                "prev_hash is not the hash of the row before it (rows deleted, "
-                "inserted or reordered)",
-            )
-        if sha256(text.encode()).hexdigest() != row_hash:
-            problem(seq, "hash does not match the row's content (the row was edited)")
-        if table_id != table:
-            problem(seq, f"table {table_id!r} is not the ledger's table {table!r}")
-        if seq in snapshots and snapshots[seq][0] != row_hash:
-            problem(seq, "the snapshot at this row names another hash")
-        expected_seq, expected_prev = seq + 1, row_hash
-    report.rows += rows
-    report.head_seq, report.head_hash = expected_seq - 1, expected_prev
-
-
-def _sql_balances(conn: sqlite3.Connection) -> dict[str, int]:
-    """Every account's balance as the replay (sum) of the postings table."""
-    return {
-        str(a): int(u)
-        for a, u in conn.execute("SELECT account, sum(units) FROM postings GROUP BY account")
-    }
 
 
 def _tail_checks(

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.stress import demo_params
 from progressived.engine import Lock, Reconcile, Sensors, decide
 from progressived.ledger import Batch, Ledger
-from progressived.ledger.stress import demo_params
 from tests.reliability.rig import TALLY
 
 pytestmark = pytest.mark.reliability

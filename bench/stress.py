@@ -1,6 +1,8 @@
-"""A synthetic table that writes rounds into a ledger as fast as it can.
+"""A synthetic table that writes rounds into a ledger as fast as it can (load generation).
 
-Used by the crash tests (a child process runs ``python -m progressived.ledger.stress`` and
+Not part of the installed package: it lives beside the benchmarks, its other users are
+the ledger tests. Used by the crash tests (a child process runs ``python -m bench.stress``
+from the repository root and
 is killed with SIGKILL at random moments; it prints ``ACK <key> <first> <last>`` only
 after ``append`` returned, i.e. after COMMIT was fsynced) and by benchmarks. Rounds are
 random but valid: bets, LOCK, winners keyed (sometimes the 100% meter hand, confirmed or
@@ -31,7 +33,7 @@ from progressived.engine import (
     decide,
 )
 from progressived.engine.state import TableState
-from progressived.ledger.store import AppendResult, Batch, Ledger
+from progressived.ledger import AppendResult, Batch, Ledger
 from progressived.params import MeterParams, TableParams
 from progressived.paytable import find_paytable
 

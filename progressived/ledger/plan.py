@@ -1,0 +1,230 @@
+"""The pure half of a ledger write: from the calls of one transaction to the rows it inserts.
+
+:func:`plan` takes the committed head (last row, its hash, balances, engine state) and the
+calls of one transaction (:class:`Batch` and :class:`Record`), and computes everything the
+transaction writes: journal rows with their hash chain, postings, balance rows, idempotency
+keys, outbox messages, a recovery snapshot when one is due, and the head after it. It does
+no I/O, so the checks that refuse a call (unbalanced postings, a field that would make the
+hash ambiguous, the engine's balances differing from the postings) run before SQLite is
+touched, and the writer (:mod:`progressived.ledger.store`) only executes the plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from hashlib import sha256
+from typing import Any
+
+from progressived.engine.events import Event, Posting
+from progressived.engine.state import TableState
+from progressived.ledger import chain, snapshot
+from progressived.ledger.rows import AppendResult, Batch, JournalRow, Record, dumps, nonzero
+
+ROUND_END = frozenset({"round_reconciled", "round_voided"})
+SNAPSHOT_EVERY = 1000  # rows: recovery replays at most about this many
+SNAPSHOT_AT_ROUND_END = 200  # rows: a snapshot at a round end once this many have passed
+
+JournalValues = tuple[
+    int, str, str, int | None, int, str, str, str, str | None, str, str, str
+]  # seq, at, table_id, round, seat, kind, category, actor, idem_key, data, hash, prev_hash
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The committed end of the ledger that a plan starts from (and ends at)."""
+
+    seq: int = 0
+    hash: str = chain.GENESIS
+    balances: Mapping[str, int] = field(default_factory=dict)
+    state: TableState = field(default_factory=TableState)
+    since_snapshot: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The rows of one transaction, ready to insert, and the head once it committed."""
+
+    results: list[AppendResult]
+    journal: list[JournalValues]
+    postings: list[tuple[int, int, str, int]]
+    balances: list[tuple[str, int, int]]  # account, units, seq of the last posting to it
+    keys: list[tuple[str, int, int]]  # idempotency key, first_seq, last_seq
+    outbox: list[tuple[int, str, str, int, int]]  # seq, topic, payload, qos, retain
+    snapshot: tuple[int, str, str] | None  # seq, hash, state JSON
+    head: Head
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to write (every call was a duplicate, or wrote no rows and no key)."""
+        return not self.journal and not self.keys
+
+
+class Refused(ValueError):
+    """A call the ledger will not journal (the message says why)."""
+
+
+_Spec = tuple[str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...]]
+
+
+def plan(
+    items: Sequence[Batch | Record],
+    head: Head,
+    known: Mapping[str, AppendResult],
+    *,
+    table_id: str,
+    snapshot_every: int = SNAPSHOT_EVERY,
+) -> Plan:
+    """The rows ``items`` write after ``head``; ``known`` holds the idempotency keys of
+    ``items`` already journaled (their calls are duplicates and write nothing).
+
+    Raises :class:`Refused` when a call must be refused; nothing is then written by any
+    call of the transaction.
+    """
+    seq, prev = head.seq, head.hash
+    balances = dict(head.balances)
+    state, since = head.state, head.since_snapshot
+    round_end = False
+    first_keys = dict(known)
+    results: list[AppendResult] = []
+    journal: list[JournalValues] = []
+    legs: list[tuple[int, int, str, int]] = []
+    touched: dict[str, int] = {}
+    keys: list[tuple[str, int, int]] = []
+    outbox: list[tuple[int, str, str, int, int]] = []
+    for item in items:
+        key = item.idempotency_key
+        if key is not None:
+            first = first_keys.get(key)
+            if first is not None:
+                results.append(replace(first, duplicate=True))
+                continue
+        rows: list[JournalRow] = []
+        count = 0
+        try:
+            actor = chain.clean("actor", item.actor)
+            at = chain.clean("at", item.at)
+            if key is not None:
+                chain.clean("idempotency key", key)
+                if not key:
+                    raise ValueError("an idempotency key may not be empty")
+            specs = _specs(item, at)
+            for row_at, rnd, seat, kind, category, data, postings in specs:
+                if kind in ROUND_END and category == "engine":
+                    round_end = True
+                seq += 1
+                text = dumps(data)
+                idem = key if not count else None
+                row_hash = sha256(
+                    f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
+                    f"{category}|{actor}|{'' if idem is None else idem}|{text}".encode()
+                ).hexdigest()  # chain.link(prev, chain.content(...)), inlined on the hot path
+                journal.append(
+                    (
+                        seq,
+                        row_at,
+                        table_id,
+                        rnd,
+                        seat,
+                        kind,
+                        category,
+                        actor,
+                        idem,
+                        text,
+                        row_hash,
+                        prev,
+                    )
+                )
+                prev = row_hash
+                for leg, posting in enumerate(postings):
+                    if type(posting.units) is not int:
+                        raise ValueError(f"{kind}: amounts must be integers")
+                    legs.append((seq, leg, posting.account, posting.units))
+                    balances[posting.account] = balances.get(posting.account, 0) + posting.units
+                    touched[posting.account] = seq
+                count += 1
+                if item.outbox is not None:  # only the outbox callback needs them
+                    rows.append(
+                        JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
+                    )
+        except (ValueError, TypeError) as exc:
+            raise Refused(str(exc)) from None
+        if isinstance(item, Batch):
+            engine = item.state.balances  # equal dicts first: the usual case, in C
+            if balances != engine and nonzero(balances) != nonzero(engine):
+                raise Refused("the engine's balances differ from the ledger's after these events")
+            state = item.state
+        result = AppendResult(seq - count + 1, seq)
+        results.append(result)
+        since += count
+        if key is not None:
+            first_keys[key] = result
+            keys.append((key, result.first_seq, result.last_seq))
+        if item.outbox is not None and rows:
+            for msg in item.outbox(rows):
+                outbox.append((rows[-1].seq, msg.topic, msg.payload, msg.qos, int(msg.retain)))
+    snap = None
+    if journal and (since >= snapshot_every or (round_end and since >= SNAPSHOT_AT_ROUND_END)):
+        snap = (seq, prev, snapshot.dumps(state))
+    after = Head(seq, prev, balances, state, 0 if snap is not None else since)
+    return Plan(
+        results,
+        journal,
+        legs,
+        [(account, balances[account], at_seq) for account, at_seq in touched.items()],
+        keys,
+        outbox,
+        snap,
+        after,
+    )
+
+
+def _specs(item: Batch | Record, at: str) -> list[_Spec]:
+    """The rows of one call, before numbering and hashing."""
+    if isinstance(item, Record):
+        chain.clean("kind", item.kind)
+        return [(at, item.round, item.seat, item.kind, item.category, dict(item.detail), ())]
+    specs: list[_Spec] = []
+    for event in item.events:
+        specs.append(
+            (
+                chain.clean("at", event.at) or at,
+                event.round,
+                event.seat,
+                event.kind,
+                "engine",
+                event_dict(event),
+                event.postings,
+            )
+        )
+        if sum(p.units for p in event.postings):
+            raise ValueError(f"{event.kind} postings do not balance")
+    return specs
+
+
+_FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
+
+def event_dict(event: Event) -> dict[str, Any]:
+    """``event_to_dict(event)``, with the dataclass field list cached per event type.
+
+    The hot path calls this once per row; ``dataclasses.fields`` is the slow part of the
+    engine's function. The output is the same (tests/test_ledger_perf.py checks it).
+    """
+    names = _FIELDS.get(type(event))
+    if names is None:
+        names = _FIELDS[type(event)] = tuple(f.name for f in dataclasses.fields(event))
+    out: dict[str, Any] = {"kind": event.kind}
+    for name in names:
+        value = getattr(event, name)
+        if name == "postings":
+            out[name] = [[p.account, p.units] for p in value]
+        elif isinstance(value, tuple):
+            if name == "settlement":
+                out[name] = [dataclasses.asdict(p) for p in value]
+            else:
+                out[name] = list(value)
+        else:
+            out[name] = value
+    return out

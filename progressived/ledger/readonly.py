@@ -1,0 +1,32 @@
+"""A read-only connection to a ledger, for the operator commands and ``ledger verify``.
+
+``mode=ro`` in WAL mode: it never blocks the writer, and it refuses a missing file or an
+empty one (a missing ledger is never an empty one).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from progressived.ledger import schema
+from progressived.ledger.commit import BUSY_TIMEOUT_MS
+from progressived.ledger.errors import LedgerError
+
+
+def connect_readonly(path: Path | str) -> sqlite3.Connection:
+    """A read-only connection for the operator commands: never blocks the writer (WAL)."""
+    p = Path(path)
+    if not p.exists():
+        raise LedgerError(f"{path}: no such ledger")
+    uri = f"file:{p.resolve().as_posix()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        version = schema.file_version(conn)
+        schema.check_supported(version)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
+    if version == 0:
+        conn.close()
+        raise LedgerError(f"{path}: an empty file: the ledger was never initialised")
+    return conn
