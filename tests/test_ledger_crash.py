@@ -32,8 +32,14 @@ TABLE = "crash-1"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_child_and_kill(db: Path, run: str, seed: int, rng: random.Random) -> list[str]:
-    """Start a writer, SIGKILL it after a random delay, return the lines it completed."""
+def run_child_and_kill(
+    db: Path, run: str, seed: int, rng: random.Random, *, while_opening: bool = False
+) -> list[str]:
+    """Start a writer, SIGKILL it after a random delay, return the lines it completed.
+
+    ``while_opening``: the delay counts from the start (the kill may land while the file is
+    created or recovered); otherwise from the writer's OPEN line.
+    """
     group = rng.choice([1, 1, 4, 32])
     proc = subprocess.Popen(
         [
@@ -57,16 +63,22 @@ def run_child_and_kill(db: Path, run: str, seed: int, rng: random.Random) -> lis
         cwd=ROOT,
     )
     lines: list[str] = []
+    opened = threading.Event()
 
     def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.endswith("\n"):  # a line cut by the kill was never acknowledged
                 lines.append(line)
+                opened.set()  # the first line is OPEN: the ledger is open and writing starts
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    time.sleep(rng.uniform(0.15, 1.0))  # sometimes while opening, mostly while writing
+    if while_opening:  # a moment during start-up, however long start-up takes here
+        time.sleep(rng.uniform(0.0, 0.5))
+    else:  # while writing: timed from the open, so a slow start-up cannot eat the delay
+        assert opened.wait(60), "the writer never opened its ledger"
+        time.sleep(rng.uniform(0.05, 0.85))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     reader.join(timeout=30)
@@ -125,7 +137,9 @@ def crash_loop(directory: Path, kills: int, seed: int, per_db: int = 10) -> int:
         if i % per_db == 0:
             db = directory / f"ledger-{i // per_db}.db"
             acked = {}
-        for line in run_child_and_kill(db, f"k{i}", seed * 1000 + i, rng):
+        # One kill in four lands during start-up; the others while writing.
+        opening = i % 4 == 3
+        for line in run_child_and_kill(db, f"k{i}", seed * 1000 + i, rng, while_opening=opening):
             if line.startswith("ACK "):
                 _, key, first, last = line.split()
                 acked[key] = (int(first), int(last))

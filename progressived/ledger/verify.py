@@ -144,7 +144,8 @@ _Row = tuple[int, str, str, str]  # chain.ROWS_SQL: seq, prev_hash, hash, canoni
 def _counted(rows: Iterable[_Row], progress: Callable[[int], None] | None) -> Iterator[_Row]:
     """``rows``, calling ``progress(rows so far)`` every :data:`PROGRESS_EVERY` rows."""
     if progress is None:
-        yield from rows
+        for row in rows:  # not `yield from`: closing this must not close the cursor
+            yield row
         return
     for count, row in enumerate(rows, start=1):
         if count % PROGRESS_EVERY == 0:
@@ -166,10 +167,13 @@ def _walk(
         walk = chain.Walk(after, after_hash)
         found: list[checks.Finding] = []
         rows = _counted(conn.execute(chain.ROWS_SQL, (after, last)), progress)
-        for seq, check, message in walk.breaks(rows):
+        breaks = walk.breaks(rows)
+        for seq, check, message in breaks:
             found.append((seq, check, message))
             if len(found) >= limit:
                 break
+        breaks.close()  # settles walk's counters
+        rows.close()
     finally:
         conn.close()
     return found, walk.rows, walk.seq, walk.hash
