@@ -15,7 +15,7 @@ recompute it without Python (see docs/ledger.md).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from hashlib import sha256
 
 GENESIS = "0" * 64
@@ -97,7 +97,7 @@ class Walk:
         self.hash = hash
         self.rows = 0
 
-    def breaks(self, rows: Iterable[tuple[int, str, str, str]]) -> Iterator[tuple[int, int, str]]:
+    def breaks(self, rows: Iterable[tuple[int, str, str, str]]) -> Generator[tuple[int, int, str]]:
         expected_seq, expected_prev = self.seq + 1, self.hash
         count = 0
         try:

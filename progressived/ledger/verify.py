@@ -22,7 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +141,7 @@ def verify(
 _Row = tuple[int, str, str, str]  # chain.ROWS_SQL: seq, prev_hash, hash, canonical text
 
 
-def _counted(rows: Iterable[_Row], progress: Callable[[int], None] | None) -> Iterator[_Row]:
+def _counted(rows: Iterable[_Row], progress: Callable[[int], None] | None) -> Generator[_Row]:
     """``rows``, calling ``progress(rows so far)`` every :data:`PROGRESS_EVERY` rows."""
     if progress is None:
         for row in rows:  # not `yield from`: closing this must not close the cursor
