@@ -133,7 +133,10 @@ class SignServer:
                 if not_authorised(exc):
                     self.set_broker("not authorised", "the broker refused the sign's login")
                     return EXIT_NOT_AUTHORISED
-                self.set_broker("unreachable", why_unreachable(exc))
+                reason = why_unreachable(exc)
+                if "during message iteration" in reason:
+                    reason = f"connection lost: no answer within {2 * self.keepalive_s}s"
+                self.set_broker("unreachable", reason)
             await asyncio.sleep(self.reconnect_s)
 
     # HTTP ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@
   const shown = new Map();      // key -> source as last drawn
   const deadlines = new Map();  // key -> local time the banner ends (ms)
   let broker = { state: "connecting", detail: "" };
-  let tickMs = 1000, lastHeard = performance.now(), source = null;
+  let tickMs = 1000, lastHeard = performance.now(), source = null, staleSince = null;
   window.__signPaints = [];     // [{key, meter, seq, cents, t}] for the latency test
 
   function el(tag, cls, text) {
@@ -116,6 +116,9 @@
     else if (broker.state !== "connected") {
       why = "broker " + broker.state + (broker.detail ? " (" + broker.detail + ")" : "");
     }
+    if (why && !staleSince) staleSince = new Date();
+    if (!why) staleSince = null;
+    if (why) why += " — since " + staleSince.toLocaleTimeString();
     document.body.dataset.stale = why ? "true" : "false";
     document.getElementById("stale").hidden = !why;
     document.getElementById("stale-why").textContent = why;
