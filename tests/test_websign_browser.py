@@ -48,9 +48,7 @@ async def test_the_page_follows_a_table_through_every_state(tmp_path: Path) -> N
             # A keyed 100% award: PENDING with the award awaiting the supervisor.
             await t.collect(1, 3, 5)
             await t.press("S5", "H5", "S3", "H1")
-            page = await until(
-                driver, TABLE, lambda p: main(p)["state"] == "pending", "PENDING"
-            )
+            page = await until(driver, TABLE, lambda p: main(p)["state"] == "pending", "PENDING")
             assert page["pending"] and "seat 3" in page["pending"][0]
             assert "$1,000.45" in page["pending"][0] and "akq-spades" in page["pending"][0]
             assert main(page)["amount"] == "$1,000.06"  # reset to seed + reserve at once
@@ -78,9 +76,7 @@ async def test_the_page_follows_a_table_through_every_state(tmp_path: Path) -> N
 
             # The board unplugged: CLOSED, and why; plugged back: OPEN.
             t.sim.unplug()
-            page = await until(
-                driver, TABLE, lambda p: main(p)["state"] == "closed", "CLOSED", 20
-            )
+            page = await until(driver, TABLE, lambda p: main(p)["state"] == "closed", "CLOSED", 20)
             assert "board offline" in page["why"]
             await asyncio.to_thread(driver.save_screenshot, str(shots / "closed.png"))
             t.sim.replug()
@@ -108,8 +104,11 @@ async def test_the_page_follows_a_table_through_every_state(tmp_path: Path) -> N
             await until(driver, TABLE, lambda p: p["stale"], "STALE without a server", 8)
             await sign.start()
             await until(
-                driver, TABLE, lambda p: not p["stale"] and main(p)["amount"] == "$1,000.06",
-                "the meter after the server restart", 15,
+                driver,
+                TABLE,
+                lambda p: not p["stale"] and main(p)["amount"] == "$1,000.06",
+                "the meter after the server restart",
+                15,
             )
             # A browser reload: the full picture again at once.
             await asyncio.to_thread(driver.refresh)

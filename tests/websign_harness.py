@@ -83,9 +83,19 @@ class WebSign:
         log = (self.tmp / f"websign-{self.runs}.log").open("wb")
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "progressived.cli.ctl", "sign", "--web",
-                "--listen", f"127.0.0.1:{self.port}", "--port", str(self.broker_port),
-                "--banner-s", str(self.banner_s), "--keepalive-s", "1",
+                sys.executable,
+                "-m",
+                "progressived.cli.ctl",
+                "sign",
+                "--web",
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--port",
+                str(self.broker_port),
+                "--banner-s",
+                str(self.banner_s),
+                "--keepalive-s",
+                "1",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
