@@ -24,7 +24,7 @@ from progressived.sign_broker import (
     check_tls_files,
     resolve_password,
 )
-from progressived.websign.server import DEFAULT_PORT, SignServer, serve
+from progressived.websign import DEFAULT_PORT
 
 
 def register(sub: Any) -> None:
@@ -113,6 +113,9 @@ def listen_address(text: str) -> tuple[str, int]:
 
 
 def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
+    # Imported here: aiohttp is ~25 MB and 0.2 s that no other progressivectl command needs.
+    from progressived.websign.server import SignServer, serve  # noqa: PLC0415
+
     host, port = listen_address(args.listen)
     if args.banner_s < 0 or args.keepalive_s < 1:
         raise LoginError("--banner-s must be >= 0 and --keepalive-s >= 1")

@@ -5,3 +5,5 @@
 server-sent events; ``static/`` holds the page, its style and its script (no CDN, no
 external fonts: a sign on a casino floor has no internet).
 """
+
+DEFAULT_PORT = 8090  # ``progressivectl sign --web`` listens on 127.0.0.1:8090 unless told

@@ -29,10 +29,12 @@ from progressived.sign_broker import (
     not_authorised,
     why_unreachable,
 )
+from progressived.websign import DEFAULT_PORT
 from progressived.websign.model import SOURCE_KINDS, Floor
 
+__all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
+
 STATIC = Path(__file__).parent / "static"
-DEFAULT_PORT = 8090
 TICK_S = 1.0  # the page calls the sign STALE after 3 ticks without a word from the server
 _CLIENT_BACKLOG = 256  # messages queued for one browser before it is dropped
 
