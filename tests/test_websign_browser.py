@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from pathlib import Path
 
 from tests.daemon_harness import TABLE, table
@@ -84,9 +85,12 @@ async def test_the_page_follows_a_table_through_every_state(tmp_path: Path) -> N
 
             # The broker frozen: STALE (the meter dimmed, not silently frozen); thawed: live.
             assert t.broker.proc is not None
+            frozen = time.monotonic()
             t.broker.proc.send_signal(signal.SIGSTOP)
             try:
+                # --keepalive-s 1: unanswered pings drop the link within about 2 s (+1 s).
                 page = await until(driver, TABLE, lambda p: p["stale"], "STALE", 12)
+                print(f"STALE {time.monotonic() - frozen:.1f} s after the broker froze")
                 assert "broker" in page["staleWhy"]
                 await asyncio.to_thread(driver.save_screenshot, str(shots / "stale.png"))
             finally:
