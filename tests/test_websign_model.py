@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 from progressived.sign_broker import BrokerLogin
@@ -136,3 +137,21 @@ def test_the_server_subscribes_status_first_and_frames_sse() -> None:
     two = SignServer(BrokerLogin(), tables=("a", "b"))
     assert two.topics()[:2] == ["progressive/table/a/status", "progressive/table/b/status"]
     assert sse("tick", {"a": 1}, 7) == b'id: 7\nevent: tick\ndata: {"a":1}\n\n'
+
+
+def test_a_malformed_message_is_said_once_per_interval_and_changes_nothing() -> None:
+    err = io.StringIO()
+    server = SignServer(BrokerLogin(), err=err)
+    server.take(f"{T}/t1/meter/main", meter(100, 1))
+    for _ in range(3):
+        server.take(f"{T}/t1/meter/main", b"{not json")
+    server.take(f"{T}/t1/event", msg(kind="envy", seq="x"))
+    assert err.getvalue() == f"sign: ignored a malformed message on {T}/t1/meter/main: not JSON\n"
+    assert server.problems == 3  # counted, said with the next line after 10 s
+    assert server.floor.sources["table/t1"].meters["main"].cents == 100
+    server.problem_said -= 11
+    server.take(f"{T}/t1/status", msg(status="maybe"))
+    assert err.getvalue().splitlines()[1] == (
+        f"sign: ignored a malformed message on {T}/t1/status: status 'maybe' is neither "
+        "online nor offline (3 more since the last line)"
+    )

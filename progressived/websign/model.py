@@ -129,6 +129,7 @@ class Floor:
     prefix: str = "progressive"
     banner_s: float = 30.0
     sources: dict[str, Source] = field(default_factory=dict)
+    problem: str = ""  # why the last message was refused as malformed ("" if it was not)
 
     def parse(self, topic: str) -> tuple[str, str, list[str]] | None:
         """``(kind, id, rest)`` of a topic under the prefix, or None if not a sign topic."""
@@ -153,14 +154,17 @@ class Floor:
         Malformed payloads, unknown topics, late (lower ``seq``) meters and repeated events
         change nothing.
         """
+        self.problem = ""
         where = self.parse(topic)
         if where is None:
             return None
         try:
             data = json.loads(payload)
         except (ValueError, UnicodeDecodeError):
+            self.problem = "not JSON"
             return None
         if not isinstance(data, dict):
+            self.problem = "not a JSON object"
             return None
         kind, ident, rest = where
         src = self.source(kind, ident)
@@ -177,6 +181,7 @@ class Floor:
     def _status(self, src: Source, data: dict[str, Any]) -> bool:
         status = data.get("status")
         if status not in ("online", "offline"):
+            self.problem = f"status {status!r} is neither online nor offline"
             return False
         boot = data.get("boot")
         if status == "online" and isinstance(boot, str) and boot and boot != src.boot:
@@ -193,6 +198,7 @@ class Floor:
     def _meter(self, src: Source, meter_id: str, data: dict[str, Any]) -> bool:
         cents, seq = data.get("cents"), data.get("seq")
         if not isinstance(cents, int) or not isinstance(seq, int) or isinstance(seq, bool):
+            self.problem = "a meter needs integer cents and seq"
             return False
         meter = src.meters.setdefault(meter_id, Meter(meter_id))
         if seq < meter.seq:
@@ -206,8 +212,11 @@ class Floor:
 
     def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:
         seq = data.get("seq")
-        if not isinstance(seq, int) or seq in src.seen:
-            return False  # malformed, or a redelivery of one already shown
+        if not isinstance(seq, int):
+            self.problem = "an event needs an integer seq"
+            return False
+        if seq in src.seen:
+            return False  # a redelivery of one already shown
         src.seen[seq] = None
         if len(src.seen) > _SEEN_EVENTS_KEPT:
             del src.seen[next(iter(src.seen))]

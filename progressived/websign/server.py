@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import aiomqtt
 from aiohttp import web
@@ -35,6 +36,7 @@ from progressived.websign.model import SOURCE_KINDS, Floor
 __all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
 
 STATIC = Path(__file__).parent / "static"
+PROBLEM_EVERY_S = 10.0  # malformed-message lines on stderr, at most one per this
 TICK_S = 1.0  # the page calls the sign STALE after 3 ticks without a word from the server
 _CLIENT_BACKLOG = 256  # messages queued for one browser before it is dropped
 
@@ -60,7 +62,9 @@ class SignServer:
     broker_detail: str = ""
     clients: set[asyncio.Queue[bytes | None]] = field(default_factory=set)
     sent: int = 0
-    exit_status: int | None = None
+    err: TextIO = sys.stderr
+    problems: int = 0  # malformed messages not yet reported
+    problem_said: float = float("-inf")
 
     def __post_init__(self) -> None:
         self.floor = Floor(self.prefix, self.banner_s)
@@ -111,6 +115,17 @@ class SignServer:
         key = self.floor.apply(topic, payload, now)
         if key is not None:
             self.push("source", self.floor.sources[key].as_json(now))
+        elif self.floor.problem:
+            self.refused(topic, self.floor.problem, now)
+
+    def refused(self, topic: str, why: str, now: float) -> None:
+        """Say a malformed message was ignored: one line, at most every PROBLEM_EVERY_S."""
+        self.problems += 1
+        if now - self.problem_said >= PROBLEM_EVERY_S:
+            more = f" ({self.problems - 1} more since the last line)" if self.problems > 1 else ""
+            print(f"sign: ignored a malformed message on {topic}: {why}{more}", file=self.err)
+            self.err.flush()
+            self.problem_said, self.problems = now, 0
 
     async def follow_broker(self) -> int:
         """Subscribe and feed the floor for ever; returns only when the login is refused."""
