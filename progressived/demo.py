@@ -201,7 +201,9 @@ async def _watch(
                 screen.say(said)
 
 
-def _banner(work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep: bool) -> str:
+def _banner(
+    work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep: bool, web_port: int
+) -> str:
     config, socket = work / "progressived.toml", work / "control.sock"
     fate = "kept at exit" if keep else "removed at exit; --keep keeps them"
     return "\n".join(
@@ -215,6 +217,8 @@ def _banner(work: Path, broker: Mosquitto | AmqttBroker, metrics_port: int, keep
             f"metrics     http://127.0.0.1:{metrics_port}/metrics",
             f"logs        {work / 'daemon.log'}, {work / 'board.log'}",
             f"sign        progressivectl sign --port {broker.port} --table {TABLE}",
+            f"web sign    http://127.0.0.1:{web_port}/table/{TABLE}  (open it in a browser;"
+            f" every table: http://127.0.0.1:{web_port}/)",
         ]
     )
 
@@ -264,15 +268,17 @@ def run_demo(
             print(f"progressived demo: {exc}", file=sys.stderr)
             return 2
         try:
-            metrics_port = free_port()
+            metrics_port, web_port = free_port(), free_port()
             config = write_config(work, broker.port, work / "board", metrics_port)
-            banner = _banner(work, broker, metrics_port, keep)
+            banner = _banner(work, broker, metrics_port, keep, web_port)
             print(banner, file=out, flush=True)
             tty = not headless and is_terminal(out)
             screen = Screen(out, tty=tty, header=_header(work, keep))
             status = _init_ledger(config, work / "ledger.db", out)
             if status == 0:
-                status = _play(work, config, broker.host, broker.port, headless, rounds, screen)
+                status = _play(
+                    work, config, broker.host, broker.port, headless, rounds, screen, web_port
+                )
         finally:
             broker.stop()
     except KeyboardInterrupt:
@@ -356,6 +362,7 @@ def _play(
     headless: bool,
     rounds: int,
     screen: Screen,
+    web_port: int,
 ) -> int:
     said: queue.Queue[str] = queue.Queue()  # lines from the output threads, drawn by this one
     interactive = threading.Event()
@@ -390,6 +397,11 @@ def _play(
 
         threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
         _wait_for(link.exists, 20, "the board simulator's pty")
+        # The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log.
+        web_log = stack.enter_context((work / "websign.log").open("w"))
+        web_cmd = [*_progressivectl(), "sign", "--web", "--port", str(port), "--table", TABLE]
+        web_cmd += ["--listen", f"127.0.0.1:{web_port}"]
+        stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
         with _process(
             [*_progressived(), "run", "--config", str(config)],
             stdout=subprocess.PIPE,

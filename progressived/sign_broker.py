@@ -53,8 +53,9 @@ class BrokerLogin:
     def url(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
-    def client(self) -> aiomqtt.Client:
-        """A fresh client for one connection attempt."""
+    def client(self, keepalive: int = 60, timeout: float | None = None) -> aiomqtt.Client:
+        """A fresh client for one connection attempt (``keepalive``: seconds between pings;
+        a broker that answers none within about two of them counts as gone)."""
         tls_params = None
         if self.tls:
             tls_params = aiomqtt.TLSParameters(
@@ -71,6 +72,8 @@ class BrokerLogin:
             password=self.password,
             tls_params=tls_params,
             tls_insecure=self.tls_insecure if self.tls else None,
+            keepalive=keepalive,
+            timeout=timeout,
         )
 
 

@@ -1,14 +1,16 @@
-"""``progressivectl sign``: a terminal meter sign.
+"""``progressivectl sign``: a terminal meter sign, or with ``--web`` a sign page server.
 
-Exit status: 0 after ``--count`` updates or Ctrl-C; 2 for bad usage or an unreadable
-password/TLS file; 3 when the broker refuses the login or a subscription. An unreachable
-broker is retried (one line on stderr per outage), never an exit.
+Exit status: 0 after ``--count`` updates or Ctrl-C; 2 for bad usage, an unreadable
+password/TLS file or a ``--listen`` address that cannot be bound; 3 when the broker refuses
+the login or a subscription. An unreachable broker is retried (one line on stderr per
+outage), never an exit.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from progressived.sign_broker import (
     check_tls_files,
     resolve_password,
 )
+from progressived.websign import DEFAULT_PORT
 
 
 def register(sub: Any) -> None:
@@ -34,10 +37,31 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default 1883, or 8883 with --tls")
     p.add_argument("--prefix", default="progressive")
-    p.add_argument("--table", required=True, help="the table id whose meter this sign shows")
+    p.add_argument(
+        "--table",
+        action="append",
+        help="the table id whose meter this sign shows (required without --web; with --web "
+        "repeat it to show several tables, or leave it out to show every table)",
+    )
     p.add_argument("--meter", default="main", help="meter id to show")
     p.add_argument("--plain", action="store_true", help="one line per update instead of big digits")
     p.add_argument("--count", type=int, help="exit after this many updates")
+    web = p.add_argument_group("web sign (docs/sign.md)")
+    web.add_argument("--web", action="store_true", help="serve the sign as a web page")
+    web.add_argument(
+        "--listen",
+        default=f"127.0.0.1:{DEFAULT_PORT}",
+        help=f"HOST:PORT the page is served on (default 127.0.0.1:{DEFAULT_PORT}, loopback)",
+    )
+    web.add_argument(
+        "--banner-s", type=float, default=30.0, help="seconds a winner banner is held (30)"
+    )
+    web.add_argument(
+        "--keepalive-s",
+        type=int,
+        default=5,
+        help="MQTT keepalive; the page shows STALE when the broker misses about two (5)",
+    )
     login = p.add_argument_group("login (docs/mqtt.md: the broker refuses anonymous signs)")
     login.add_argument("--username", help="the sign's broker user, e.g. sign-lobby")
     login.add_argument(
@@ -79,15 +103,79 @@ def login_from(args: argparse.Namespace) -> BrokerLogin:
     return login
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (IPv6 in brackets) -> (host, port); LoginError if it is not one."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise LoginError(f"--listen wants HOST:PORT, not {text!r}")
+    return host, int(port)
+
+
+def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
+    # Imported here: aiohttp is ~25 MB and 0.2 s that no other progressivectl command needs.
+    from progressived.websign.server import SignServer, serve  # noqa: PLC0415
+
+    host, port = listen_address(args.listen)
+    if args.banner_s < 0 or args.keepalive_s < 1:
+        raise LoginError("--banner-s must be >= 0 and --keepalive-s >= 1")
+    server = SignServer(
+        login,
+        prefix=args.prefix,
+        tables=tuple(args.table or ()),
+        banner_s=args.banner_s,
+        keepalive_s=args.keepalive_s,
+    )
+    ready = asyncio.Event()
+
+    async def main() -> int:
+        task = asyncio.create_task(serve(server, host, port, ready))
+        # SIGTERM (systemd, the demo) stops the server cleanly: status 0, like Ctrl-C.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.is_set():
+            where = f"[{host}]" if ":" in host else host
+            print(f"sign: serving http://{where}:{port}/ for {login.url}", file=sys.stderr)
+            sys.stderr.flush()
+        waiter.cancel()
+        try:
+            status = await task
+        except asyncio.CancelledError:
+            return 0
+        if status:
+            print(
+                f"sign: broker {login.url} refused this sign: {server.broker_detail}",
+                file=sys.stderr,
+            )
+        return status
+
+    try:
+        return asyncio.run(main())
+    except OSError as exc:
+        print(
+            f"progressivectl sign: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr
+        )
+        return EXIT_USAGE
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         login = login_from(args)
+        if args.web:
+            return run_web(args, login)
+        if not args.table or len(args.table) > 1:
+            raise LoginError("the terminal sign shows one table: give --table once")
     except LoginError as exc:
         print(f"progressivectl sign: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 0
     try:
         return asyncio.run(
-            run_sign(login, args.prefix, args.table, args.meter, plain=args.plain, count=args.count)
+            run_sign(
+                login, args.prefix, args.table[0], args.meter, plain=args.plain, count=args.count
+            )
         )
     except KeyboardInterrupt:
         return 0

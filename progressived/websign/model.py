@@ -1,0 +1,270 @@
+"""What the web sign shows, as a pure function of the MQTT messages it has read.
+
+One :class:`Floor` holds every *source* a sign may show. A source today is a table
+(``<prefix>/table/<id>/...``); a link of tables (issue 13) will be one more source kind with
+the same three topics (status, meter, event) under ``<prefix>/link/<id>/``: add it to
+``SOURCE_KINDS`` and the page shows it like a table. The rules follow docs/mqtt.md for
+signs: a meter value with a lower ``seq`` than the one shown is ignored, until the source's
+``online`` status carries a ``boot`` not seen before; events are recognised by their ledger
+``seq`` so a redelivery is not shown twice. No clock and no I/O here: ``now`` is passed in
+(monotonic seconds), so the rules are tested without a broker or a browser.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SOURCE_KINDS = ("table",)  # "link" joins when links ship (issue 13)
+_SEEN_EVENTS_KEPT = 4096
+# table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
+_REASONS = {
+    "operator": "closed by an operator"
+}  # recent event seqs remembered per source, to drop redeliveries
+
+
+def dollars(cents: int) -> str:
+    """Whole cents as the sign shows them: ``$1,234.56``."""
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+
+
+@dataclass
+class Meter:
+    """One meter as last shown: never replaced by a lower ``seq`` of the same boot."""
+
+    meter: str
+    cents: int = 0
+    display: str = "----"
+    state: str = "waiting"
+    seq: int = -1
+    boot: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "meter": self.meter,
+            "cents": self.cents,
+            "display": self.display,
+            "state": self.state,
+            "seq": self.seq,
+            "boot": self.boot,
+        }
+
+
+@dataclass
+class Award:
+    """A meter award: pending (keyed, awaiting the supervisor) or the winner banner."""
+
+    meter: str
+    seat: int
+    hand: str
+    cents: int
+    round: int
+    until: float = 0.0  # monotonic end of the banner
+
+    def as_json(self, now: float) -> dict[str, Any]:
+        return {
+            "meter": self.meter,
+            "seat": self.seat,
+            "hand": self.hand,
+            "cents": self.cents,
+            "display": dollars(self.cents),
+            "round": self.round,
+            "remaining_ms": max(0, round((self.until - now) * 1000)),
+        }
+
+
+@dataclass
+class Source:
+    """One table (or, later, link): its status, meters, awards and this round's envy."""
+
+    kind: str
+    id: str
+    status: str = "unknown"  # online / offline / unknown (no status heard yet)
+    boot: str = ""
+    meters: dict[str, Meter] = field(default_factory=dict)
+    closed_reasons: set[str] = field(default_factory=set)
+    pending: list[Award] = field(default_factory=list)
+    banner: Award | None = None
+    envy_round: int = -1
+    envy: list[dict[str, Any]] = field(default_factory=list)
+    seen: dict[int, None] = field(default_factory=dict)  # insertion-ordered event seqs
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.id}"
+
+    def why_closed(self) -> str:
+        """Why the progressive is closed here, in words for the floor ("" when it is not)."""
+        if self.status == "offline":
+            return "controller offline"
+        return "; ".join(_REASONS.get(r, r) for r in sorted(self.closed_reasons))
+
+    def as_json(self, now: float) -> dict[str, Any]:
+        banner = self.banner if self.banner is not None and self.banner.until > now else None
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "id": self.id,
+            "status": self.status,
+            "boot": self.boot,
+            "closed_reason": self.why_closed(),
+            "meters": [self.meters[m].as_json() for m in sorted(self.meters)],
+            "pending": [a.as_json(now) for a in self.pending],
+            "banner": banner.as_json(now) if banner is not None else None,
+            "envy_round": self.envy_round,
+            "envy": list(self.envy),
+        }
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+@dataclass
+class Floor:
+    """Every source the sign has heard of, updated one MQTT message at a time."""
+
+    prefix: str = "progressive"
+    banner_s: float = 30.0
+    sources: dict[str, Source] = field(default_factory=dict)
+    problem: str = ""  # why the last message was refused as malformed ("" if it was not)
+
+    def parse(self, topic: str) -> tuple[str, str, list[str]] | None:
+        """``(kind, id, rest)`` of a topic under the prefix, or None if not a sign topic."""
+        parts = topic.split("/")
+        head = self.prefix.split("/")
+        if parts[: len(head)] != head or len(parts) < len(head) + 3:
+            return None
+        kind, ident, rest = parts[len(head)], parts[len(head) + 1], parts[len(head) + 2 :]
+        if kind not in SOURCE_KINDS or not ident:
+            return None
+        return kind, ident, rest
+
+    def source(self, kind: str, ident: str) -> Source:
+        key = f"{kind}/{ident}"
+        if key not in self.sources:
+            self.sources[key] = Source(kind, ident)
+        return self.sources[key]
+
+    def apply(self, topic: str, payload: bytes, now: float) -> str | None:
+        """Take one message; returns the key of the source it changed, or None.
+
+        Malformed payloads, unknown topics, late (lower ``seq``) meters and repeated events
+        change nothing.
+        """
+        self.problem = ""
+        where = self.parse(topic)
+        if where is None:
+            return None
+        try:
+            data = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            self.problem = "not JSON"
+            return None
+        if not isinstance(data, dict):
+            self.problem = "not a JSON object"
+            return None
+        kind, ident, rest = where
+        src = self.source(kind, ident)
+        if rest == ["status"]:
+            changed = self._status(src, data)
+        elif len(rest) == 2 and rest[0] == "meter" and rest[1]:
+            changed = self._meter(src, rest[1], data)
+        elif rest == ["event"]:
+            changed = self._event(src, data, now)
+        else:
+            return None
+        return src.key if changed else None
+
+    def _status(self, src: Source, data: dict[str, Any]) -> bool:
+        status = data.get("status")
+        if status not in ("online", "offline"):
+            self.problem = f"status {status!r} is neither online nor offline"
+            return False
+        boot = data.get("boot")
+        if status == "online" and isinstance(boot, str) and boot and boot != src.boot:
+            # A new run of the controller: its seqs start again (docs/mqtt.md), and what we
+            # knew of its closed reasons and pending awards comes back with its messages.
+            src.boot = boot
+            for meter in src.meters.values():
+                meter.seq = -1
+            src.closed_reasons.clear()
+            src.pending.clear()
+        src.status = str(status)
+        return True
+
+    def _meter(self, src: Source, meter_id: str, data: dict[str, Any]) -> bool:
+        cents, seq = data.get("cents"), data.get("seq")
+        if not isinstance(cents, int) or not isinstance(seq, int) or isinstance(seq, bool):
+            self.problem = "a meter needs integer cents and seq"
+            return False
+        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        if seq < meter.seq:
+            return False  # older than the value already shown
+        meter.seq, meter.cents, meter.boot = seq, cents, src.boot
+        display = data.get("display")
+        meter.display = display if isinstance(display, str) else dollars(cents)
+        state = data.get("state")
+        meter.state = state if state in ("open", "pending", "closed") else "open"
+        return True
+
+    def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:
+        seq = data.get("seq")
+        if not isinstance(seq, int):
+            self.problem = "an event needs an integer seq"
+            return False
+        if seq in src.seen:
+            return False  # a redelivery of one already shown
+        src.seen[seq] = None
+        if len(src.seen) > _SEEN_EVENTS_KEPT:
+            del src.seen[next(iter(src.seen))]
+        kind = data.get("kind")
+        rnd = _int(data.get("round"), -1)
+        award = Award(
+            str(data.get("meter", "")),
+            _int(data.get("seat")),
+            str(data.get("hand", "")),
+            _int(data.get("cents")),
+            rnd,
+        )
+        same = (award.meter, award.seat, award.hand, award.round)
+
+        def others() -> list[Award]:
+            return [a for a in src.pending if (a.meter, a.seat, a.hand, a.round) != same]
+
+        match kind:
+            case "award_keyed":
+                src.pending = [*others(), award]
+            case "award_confirmed":
+                src.pending = others()
+                award.until = now + self.banner_s
+                src.banner = award
+            case "award_rejected" | "award_unkeyed" | "award_reversed":
+                src.pending = others()
+            case "round_locked":
+                if rnd != src.envy_round:
+                    src.envy_round, src.envy = rnd, []
+            case "envy":
+                if rnd != src.envy_round:
+                    src.envy_round, src.envy = rnd, []
+                src.envy.append(
+                    {
+                        "seat": _int(data.get("seat")),
+                        "from_seat": _int(data.get("from_seat")),
+                        "hand": str(data.get("hand", "")),
+                        "cents": _int(data.get("cents")),
+                        "display": dollars(_int(data.get("cents"))),
+                    }
+                )
+            case "table_closed":
+                src.closed_reasons.add(str(data.get("reason", "closed")))
+            case "table_opened":
+                src.closed_reasons.discard(str(data.get("reason", "")))
+            case _:
+                return False
+        return True
+
+    def snapshot(self, now: float) -> list[dict[str, Any]]:
+        return [self.sources[k].as_json(now) for k in sorted(self.sources)]

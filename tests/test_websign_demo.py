@@ -1,0 +1,52 @@
+"""``progressived demo`` serves the web sign: its banner prints the URL, and while the demo
+plays that URL answers with the demo table's meter (read as a browser's page would, from
+the server's snapshot)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "progressived.cli.daemon", "demo", "--headless", "--rounds", "2",
+         "--workdir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    url = ""
+    lines: list[str] = []
+    snapshot: dict[str, Any] = {}
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            found = re.match(r"web sign    (http://127\.0\.0\.1:\d+)/table/demo-1 ", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, "".join(lines)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not snapshot.get("sources"):
+            try:
+                with urllib.request.urlopen(f"{url}/state.json", timeout=2) as answer:
+                    snapshot = json.load(answer)
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.2)
+        with urllib.request.urlopen(f"{url}/table/demo-1", timeout=2) as page:
+            assert b"/static/sign.js" in page.read()
+    finally:
+        rest, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, "".join(lines) + rest
+    sources = {s["key"]: s for s in snapshot["sources"]}
+    assert snapshot["broker"]["state"] == "connected"
+    meters = sources["table/demo-1"]["meters"]
+    assert meters and meters[0]["meter"] == "main" and meters[0]["display"].startswith("$")

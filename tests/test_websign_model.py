@@ -1,0 +1,157 @@
+"""The web sign's pure floor model: the docs/mqtt.md rules for signs, without a browser."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from progressived.sign_broker import BrokerLogin
+from progressived.websign.model import Floor, dollars
+from progressived.websign.server import SignServer, sse
+
+T = "progressive/table"
+
+
+def msg(**data: object) -> bytes:
+    return json.dumps(data).encode()
+
+
+def meter(cents: int, seq: int, state: str = "open", table: str = "t1") -> bytes:
+    return msg(cents=cents, display=dollars(cents), seq=seq, state=state, table=table, meter="m")
+
+
+def test_dollars_are_exact_cents() -> None:
+    assert dollars(100_045) == "$1,000.45" and dollars(5) == "$0.05" and dollars(-150) == "-$1.50"
+
+
+def test_a_lower_seq_is_ignored_until_a_new_boot() -> None:
+    floor = Floor()
+    assert floor.apply(f"{T}/t1/status", msg(status="online", table="t1", boot="b1"), 0)
+    assert floor.apply(f"{T}/t1/meter/main", meter(100_045, 10), 0) == "table/t1"
+    assert floor.apply(f"{T}/t1/meter/main", meter(100_000, 9), 0) is None  # late, older
+    shown = floor.sources["table/t1"].meters["main"]
+    assert (shown.cents, shown.seq, shown.boot) == (100_045, 10, "b1")
+    # The same run again (a reconnect) keeps the expectation; a new run resets it.
+    floor.apply(f"{T}/t1/status", msg(status="online", table="t1", boot="b1"), 0)
+    assert floor.apply(f"{T}/t1/meter/main", meter(100_000, 9), 0) is None
+    floor.apply(f"{T}/t1/status", msg(status="online", table="t1", boot="b2"), 0)
+    assert floor.apply(f"{T}/t1/meter/main", meter(100_000, 3), 0) == "table/t1"
+    assert floor.sources["table/t1"].meters["main"].boot == "b2"
+
+
+def test_garbage_and_foreign_topics_change_nothing() -> None:
+    floor = Floor()
+    for topic, payload in (
+        (f"{T}/t1/meter/main", b"\xff"),
+        (f"{T}/t1/meter/main", b"[1]"),
+        (f"{T}/t1/meter/main", msg(cents="1", seq=1)),
+        (f"{T}/t1/status", msg(status="maybe")),
+        ("progressive/meter/main", meter(1, 1)),  # the old shared topic
+        ("other/table/t1/meter/main", meter(1, 1)),
+        (f"{T}/t1/something", msg(a=1)),
+    ):
+        assert floor.apply(topic, payload, 0) is None, topic
+    assert all(not s.meters for s in floor.sources.values())
+
+
+def award(kind: str, seq: int, **extra: object) -> bytes:
+    base: dict[str, object] = {
+        "kind": kind,
+        "table": "t1",
+        "seq": seq,
+        "round": 4,
+        "seat": 3,
+        "hand": "akq-spades",
+        "meter": "main",
+        "cents": 100_045,
+    }
+    return msg(**{**base, **extra})
+
+
+def test_pending_then_banner_held_for_banner_s_then_gone() -> None:
+    floor = Floor(banner_s=30)
+    ev = f"{T}/t1/event"
+    assert floor.apply(ev, award("award_keyed", 5), 0)
+    src = floor.sources["table/t1"]
+    assert [(a.seat, a.cents) for a in src.pending] == [(3, 100_045)]
+    assert floor.apply(ev, award("award_keyed", 5), 1) is None  # a redelivery
+    assert floor.apply(ev, award("award_confirmed", 6, by="sup"), 10)
+    assert not src.pending
+    shown = src.as_json(now=20)["banner"]
+    assert shown is not None
+    assert (shown["seat"], shown["display"], shown["remaining_ms"]) == (3, "$1,000.45", 20_000)
+    assert src.as_json(now=40.001)["banner"] is None
+    # A rejected keyed award leaves no PENDING behind.
+    floor.apply(ev, award("award_keyed", 7, seat=2), 50)
+    floor.apply(ev, award("award_rejected", 8, seat=2, reason="rejected"), 51)
+    assert not src.pending
+
+
+def test_envy_is_the_rounds_and_a_new_round_clears_it() -> None:
+    floor = Floor()
+    ev = f"{T}/t1/event"
+    floor.apply(ev, award("envy", 9, seat=1, from_seat=3, cents=10_000), 0)
+    floor.apply(ev, award("envy", 10, seat=5, from_seat=3, cents=10_000), 0)
+    src = floor.sources["table/t1"]
+    assert [(e["seat"], e["display"]) for e in src.envy] == [(1, "$100.00"), (5, "$100.00")]
+    floor.apply(ev, msg(kind="round_locked", table="t1", seq=11, round=5, seat=0, seats=[1]), 0)
+    assert src.envy == []
+
+
+def test_closed_says_why_and_opens_again() -> None:
+    floor = Floor()
+    ev = f"{T}/t1/event"
+    floor.apply(
+        ev, msg(kind="table_closed", table="t1", seq=1, round=1, seat=0, reason="operator"), 0
+    )
+    floor.apply(
+        ev, msg(kind="table_closed", table="t1", seq=2, round=1, seat=0, reason="board offline"), 0
+    )
+    src = floor.sources["table/t1"]
+    assert src.why_closed() == "board offline; closed by an operator"
+    floor.apply(
+        ev, msg(kind="table_opened", table="t1", seq=3, round=1, seat=0, reason="board offline"), 0
+    )
+    assert src.why_closed() == "closed by an operator"
+    floor.apply(f"{T}/t1/status", msg(status="offline", table="t1"), 0)
+    assert src.why_closed() == "controller offline"
+
+
+def test_several_tables_and_meters_on_one_floor() -> None:
+    floor = Floor()
+    floor.apply(f"{T}/t2/meter/main", meter(200, 1), 0)
+    floor.apply(f"{T}/t1/meter/mini", meter(50, 1), 0)
+    floor.apply(f"{T}/t1/meter/main", meter(100, 2), 0)
+    snap = floor.snapshot(0)
+    assert [s["key"] for s in snap] == ["table/t1", "table/t2"]
+    assert [m["meter"] for m in snap[0]["meters"]] == ["main", "mini"]
+
+
+def test_the_server_subscribes_status_first_and_frames_sse() -> None:
+    every = SignServer(BrokerLogin())
+    assert every.topics() == [
+        "progressive/table/+/status",
+        "progressive/table/+/meter/+",
+        "progressive/table/+/event",
+    ]
+    two = SignServer(BrokerLogin(), tables=("a", "b"))
+    assert two.topics()[:2] == ["progressive/table/a/status", "progressive/table/b/status"]
+    assert sse("tick", {"a": 1}, 7) == b'id: 7\nevent: tick\ndata: {"a":1}\n\n'
+
+
+def test_a_malformed_message_is_said_once_per_interval_and_changes_nothing() -> None:
+    err = io.StringIO()
+    server = SignServer(BrokerLogin(), err=err)
+    server.take(f"{T}/t1/meter/main", meter(100, 1))
+    for _ in range(3):
+        server.take(f"{T}/t1/meter/main", b"{not json")
+    server.take(f"{T}/t1/event", msg(kind="envy", seq="x"))
+    assert err.getvalue() == f"sign: ignored a malformed message on {T}/t1/meter/main: not JSON\n"
+    assert server.problems == 3  # counted, said with the next line after 10 s
+    assert server.floor.sources["table/t1"].meters["main"].cents == 100
+    server.problem_said -= 11
+    server.take(f"{T}/t1/status", msg(status="maybe"))
+    assert err.getvalue().splitlines()[1] == (
+        f"sign: ignored a malformed message on {T}/t1/status: status 'maybe' is neither "
+        "online nor offline (3 more since the last line)"
+    )
