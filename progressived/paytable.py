@@ -1,11 +1,12 @@
 """Paytables as data: one TOML file per paytable in ``config/paytables/``.
 
 A paytable says, for each hand id, how the progressive wager is paid (a percentage of a
-named meter, "X for 1", "X to 1" or a fixed amount), what envy bonus it triggers, and the
-most times it can occur in one round dealt from one deck. ``cards`` says which of the
-player's cards the hands are read on (three cards, a hold'em player's first five, or the
-best five of seven); it defaults by game and must fit it. Loading refuses anything it cannot
-read exactly, naming the file, the key and the reason.
+named meter, "X for 1", "X to 1" or a fixed amount) and what envy bonus it triggers.
+``cards`` says which of the player's cards the hands are read on (three cards, a hold'em
+player's first five, or the best five of seven); it defaults by game and must fit it.
+Loading refuses anything it cannot read exactly, naming the file, the key and the reason.
+What one deck can deal in one round is computed from the cards, not written here
+(:mod:`progressived.engine.deck`).
 """
 
 from __future__ import annotations
@@ -221,6 +222,8 @@ class _HandModel(BaseModel):
     pays: str | int | Decimal
     meter: str = "main"
     envy: Decimal | int | str | None = None
+    #: Accepted for files written before the one-deck guard computed its limits
+    #: (progressived.engine.deck); ignored.
     max_per_round: int | None = Field(default=None, ge=1)
     note: str | None = None
 
@@ -234,6 +237,8 @@ class _HandModel(BaseModel):
 
 
 class _LimitModel(BaseModel):
+    """An old hand-written ``[[limits]]`` entry: accepted, checked for its hands, ignored."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     hands: list[Hand] = Field(min_length=2)
@@ -253,7 +258,7 @@ class _PaytableModel(BaseModel):
     envy_requires_trigger_wager: bool
     envy_rule: str
     hands: list[_HandModel] = Field(min_length=1)
-    limits: list[_LimitModel] = Field(default_factory=list)
+    limits: list[_LimitModel] = Field(default_factory=list)  # ignored; see _LimitModel
     notes: list[str] = Field(default_factory=list)
 
     @field_validator("cards", mode="before")
@@ -292,16 +297,6 @@ class HandRule:
     hand: Hand
     pay: Pay
     envy: int  # units, for the paytable's wager; 0 = no envy
-    max_per_round: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class HandLimit:
-    """At most ``max_per_round`` of these hands together in one round (one deck)."""
-
-    hands: frozenset[Hand]
-    max_per_round: int
-    why: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +312,6 @@ class Paytable:
     envy_requires_trigger_wager: bool
     envy_rule: str
     hands: tuple[HandRule, ...]
-    limits: tuple[HandLimit, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = "<memory>"
 
@@ -409,10 +403,7 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
                 raise PaytableError(f"{source}: {key}.envy: {exc}") from None
             if envy < 0:
                 raise PaytableError(f"{source}: {key}.envy: negative envy amount")
-        rules.append(HandRule(entry.hand, pay, envy, entry.max_per_round))
-    limits = tuple(
-        HandLimit(frozenset(limit.hands), limit.max_per_round, limit.why) for limit in model.limits
-    )
+        rules.append(HandRule(entry.hand, pay, envy))
     return Paytable(
         id=model.id,
         name=model.name,
@@ -423,7 +414,6 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         envy_requires_trigger_wager=model.envy_requires_trigger_wager,
         envy_rule=model.envy_rule,
         hands=tuple(rules),
-        limits=limits,
         notes=tuple(model.notes),
         source=source,
     )
