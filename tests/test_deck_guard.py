@@ -23,7 +23,7 @@ import pytest
 from progressived.engine import KeyHand, Lock, Sensors, TableState, decide
 from progressived.engine.deck import CHAINS, Guard, guard_for, row_classes
 from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
-from progressived.par import deck, five_card, holdem, three_card
+from progressived.par import deck, deck_boards, five_card, holdem, three_card
 from progressived.par.cards import DECK, SUITS
 from progressived.params import TableParams
 from progressived.paytable import Cards, load_all
@@ -35,9 +35,9 @@ FIVE = Cards.FIRST_FIVE
 
 
 @cache
-def all_boards(reading: Cards) -> list[deck.Board]:
+def all_boards(reading: Cards) -> list[deck_boards.Board]:
     """The search's boards, built once for the tests that need them (seven: a minute)."""
-    return deck.boards(reading)
+    return deck_boards.boards(reading)
 
 
 # ------------------------------------------------------------------ the engine
@@ -203,29 +203,23 @@ def test_the_shipped_table_is_what_the_search_finds(reading: Cards) -> None:
     )
     assert IMPOSSIBLE[reading.value] == found
     # every possible set found comes with a deal of concrete cards that really gives it
-    for vector, index in result.witness.items():
-        need = {c: n for c, n in zip(result.classes, vector, strict=True) if n}
-        dealt = deck.deal(result.boards[index], need)
-        assert dealt is not None
-        check_deal(reading, dealt[0], dealt[1])
-
-
-def check_deal(
-    reading: Cards, board: tuple[int, ...], hands: dict[str, list[tuple[int, ...]]]
-) -> None:
-    used = list(board) + [c for group in hands.values() for h in group for c in h]
-    assert len(used) == len(set(used)) and all(0 <= c < DECK for c in used)
-    for cls, group in hands.items():
-        for own in group:
-            assert classify(reading, board, own) == cls
+    for vector, (index, packing) in result.witness.items():
+        board, seats = deck.deal(result.boards[index], packing)
+        assert Counter(cls for cls, _ in seats) == Counter(
+            {c: n for c, n in zip(result.classes, vector, strict=True) if n}
+        )
+        used = list(board) + [c for _, own in seats for c in own]
+        assert len(used) == len(set(used)) and all(0 <= c < DECK for c in used)
+        for cls, own in seats:
+            assert classify(reading, board, own) == cls, (board, own)
 
 
 def classify(reading: Cards, board: tuple[int, ...], own: tuple[int, ...]) -> str | None:
     if reading is Cards.THREE_CARD:
         return three_card.classify(own)
     if reading is FIVE:
-        return deck.classify_five(own, board)
-    return deck.classify_seven(own, board[:3], board[3:])
+        return deck_boards.classify_five(own, board)
+    return deck_boards.classify_seven(own, board[:3], board[3:])
 
 
 # ------------------------------------------------------------------ the search against brute force
@@ -233,23 +227,23 @@ def classify(reading: Cards, board: tuple[int, ...], own: tuple[int, ...]) -> st
 
 def concrete_pairs(
     reading: Cards, flop: tuple[int, ...], rest: tuple[int, ...]
-) -> dict[str, list[tuple[int, int]]]:
+) -> dict[str, list[tuple[int, ...]]]:
     """Every hole-card pair on a concrete board, classified card by card."""
     on_board = set(flop) | set(rest)
     left = [c for c in range(DECK) if c not in on_board]
-    out: dict[str, list[tuple[int, int]]] = {c: [] for c in UNIVERSE[reading.value]}
+    out: dict[str, list[tuple[int, ...]]] = {c: [] for c in UNIVERSE[reading.value]}
     for a, b in combinations(left, 2):
         cls = (
-            deck.classify_five((a, b), flop)
+            deck_boards.classify_five((a, b), flop)
             if reading is FIVE
-            else deck.classify_seven((a, b), flop, rest)
+            else deck_boards.classify_seven((a, b), flop, rest)
         )
         if cls in out:
             out[cls].append((a, b))
     return out
 
 
-def expand(board: deck.Board) -> dict[str, Counter[frozenset[int]]]:
+def expand(board: deck_boards.Board) -> dict[str, Counter[frozenset[int]]]:
     """The board description's hands as concrete pairs (each type stands for its cards)."""
     out: dict[str, Counter[frozenset[int]]] = {}
     for cls, items in board.items.items():
@@ -291,7 +285,7 @@ def test_the_board_description_gives_exactly_the_concrete_hands(reading: Cards) 
     universe = frozenset(UNIVERSE[reading.value])
     for cards in sample_boards(size, 60, 5):
         flop, rest = cards[:3], cards[3:]
-        described = deck._holdem_board(reading, flop, rest, universe)
+        described = deck_boards._holdem_board(reading, flop, rest, universe)
         concrete = concrete_pairs(reading, flop, rest)
         expanded = expand(described)
         for cls in universe:
@@ -344,8 +338,8 @@ def test_packing_agrees_with_brute_force_on_concrete_boards(reading: Cards) -> N
     universe = frozenset(UNIVERSE[reading.value])
     for cards in sample_boards(size, 12, 3):
         flop, rest = cards[:3], cards[3:]
-        described = deck._holdem_board(reading, flop, rest, universe)
-        concrete: dict[str, list[tuple[int, ...]]] = dict(concrete_pairs(reading, flop, rest))
+        described = deck_boards._holdem_board(reading, flop, rest, universe)
+        concrete = concrete_pairs(reading, flop, rest)
         present = [c for c in universe if concrete[c]]
         for n in (1, 2, 3):
             for combo in combinations_with_multiplicity(present, n):
@@ -362,7 +356,7 @@ def combinations_with_multiplicity(classes: list[str], n: int) -> set[tuple[str,
 def test_three_card_search_agrees_with_brute_force_on_a_small_deck() -> None:
     """A 16-card deck (four ranks, every suit): every deal of up to three hands."""
     cards = tuple(r * SUITS + s for r in (9, 10, 11, 12) for s in range(SUITS))
-    board = deck.three_card_board(cards)
+    board = deck_boards.three_card_board(cards)
     classes = [c for c, items in board.items.items() if items]
     possible: set[tuple[tuple[str, int], ...]] = set()
     hands = [h for h in combinations(cards, 3) if three_card.classify(h) is not None]

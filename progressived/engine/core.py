@@ -485,8 +485,8 @@ def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
             state,
         )
     guard = deck.guard_for(paytable)
-    keyed = [k.hand for k in state.keyed] + [a.hand for a in state.awards]
-    if (impossible := guard.impossible([*keyed, hand])) is not None:
+    held = [k.hand for k in state.keyed] + [a.hand for a in state.awards]
+    if (impossible := guard.impossible([*held, hand])) is not None:
         return Rejected(guard.reason(impossible), "impossible-combination", state)
     if seat not in state.locked:
         if rule.envy and not paytable.envy_requires_trigger_wager:
