@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from functools import cache
 from itertools import combinations, permutations
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,7 @@ from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
 from progressived.par import deck, deck_boards, five_card, holdem, three_card
 from progressived.par.cards import DECK, SUITS
 from progressived.params import TableParams
-from progressived.paytable import Cards, load_all
+from progressived.paytable import Cards, PaytableError, load_all, load_paytable
 from tests.conftest import PAYTABLES
 from tests.helpers import fresh, run, table
 
@@ -371,3 +372,26 @@ def test_three_card_search_agrees_with_brute_force_on_a_small_deck() -> None:
             need = dict(Counter(combo))
             key = tuple(sorted(need.items()))
             assert (deck.packable(board, need) is not None) == (key in possible), need
+
+
+def test_old_files_with_hand_written_limits_still_load_and_the_limits_are_computed(
+    tmp_path: Path,
+) -> None:
+    """``max_per_round`` and ``[[limits]]`` are accepted for old files and ignored: a
+    wrong hand-written limit neither lets two A-K-Q of spades through nor refuses what one
+    deck can deal."""
+    text = (PAYTABLES / "tcp-sd-1.toml").read_text().replace(
+        'hand = "akq-spades"\n', 'hand = "akq-spades"\nmax_per_round = 5\n'
+    ).replace(
+        'hand = "three-of-a-kind"\n', 'hand = "three-of-a-kind"\nmax_per_round = 1\n'
+    ) + '\n[[limits]]\nhands = ["akq-suited", "straight"]\nmax_per_round = 1\nwhy = "old"\n'
+    path = tmp_path / "tcp-sd-1.toml"
+    path.write_text(text)
+    old = load_paytable(path)
+    guard = Guard(old)
+    assert guard.impossible(["akq-spades", "akq-spades"]) == ("akq-spades", "akq-spades")
+    assert guard.impossible(["three-of-a-kind"] * 3 + ["akq-suited", "straight"]) is None
+    bad = text.replace('hands = ["akq-suited", "straight"]', 'hands = ["akq-suited", "flush"]')
+    path.write_text(bad)
+    with pytest.raises(PaytableError, match="limits"):
+        load_paytable(path)
