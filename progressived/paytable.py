@@ -1,11 +1,12 @@
 """Paytables as data: one TOML file per paytable in ``config/paytables/``.
 
 A paytable says, for each hand id, how the progressive wager is paid (a percentage of a
-named meter, "X for 1", "X to 1" or a fixed amount), what envy bonus it triggers, and the
-most times it can occur in one round dealt from one deck. ``cards`` says which of the
-player's cards the hands are read on (three cards, a hold'em player's first five, or the
-best five of seven); it defaults by game and must fit it. Loading refuses anything it cannot
-read exactly, naming the file, the key and the reason.
+named meter, "X for 1", "X to 1" or a fixed amount) and what envy bonus it triggers.
+``cards`` says which of the player's cards the hands are read on (three cards, a hold'em
+player's first five, or the best five of seven); it defaults by game and must fit it.
+Loading refuses anything it cannot read exactly, naming the file, the key and the reason.
+What one deck can deal in one round is computed from the cards, not written here
+(:mod:`progressived.engine.deck`).
 """
 
 from __future__ import annotations
@@ -221,6 +222,8 @@ class _HandModel(BaseModel):
     pays: str | int | Decimal
     meter: str = "main"
     envy: Decimal | int | str | None = None
+    #: Accepted for files written before the one-deck guard computed its limits
+    #: (progressived.engine.deck); ignored.
     max_per_round: int | None = Field(default=None, ge=1)
     note: str | None = None
 
@@ -234,6 +237,8 @@ class _HandModel(BaseModel):
 
 
 class _LimitModel(BaseModel):
+    """An old hand-written ``[[limits]]`` entry: accepted, checked for its hands, ignored."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     hands: list[Hand] = Field(min_length=2)
@@ -253,7 +258,7 @@ class _PaytableModel(BaseModel):
     envy_requires_trigger_wager: bool
     envy_rule: str
     hands: list[_HandModel] = Field(min_length=1)
-    limits: list[_LimitModel] = Field(default_factory=list)
+    limits: list[_LimitModel] = Field(default_factory=list)  # ignored; see _LimitModel
     notes: list[str] = Field(default_factory=list)
     max_hands_per_player: int | None = Field(default=None, ge=1)
     hands_per_player_rule: str | None = None
@@ -296,16 +301,6 @@ class HandRule:
     hand: Hand
     pay: Pay
     envy: int  # units, for the paytable's wager; 0 = no envy
-    max_per_round: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class HandLimit:
-    """At most ``max_per_round`` of these hands together in one round (one deck)."""
-
-    hands: frozenset[Hand]
-    max_per_round: int
-    why: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +316,6 @@ class Paytable:
     envy_requires_trigger_wager: bool
     envy_rule: str
     hands: tuple[HandRule, ...]
-    limits: tuple[HandLimit, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = "<memory>"
     # The most spots one player may play in a round (None: no limit), and the rule saying so.
@@ -425,10 +419,7 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
                 raise PaytableError(f"{source}: {key}.envy: {exc}") from None
             if envy < 0:
                 raise PaytableError(f"{source}: {key}.envy: negative envy amount")
-        rules.append(HandRule(entry.hand, pay, envy, entry.max_per_round))
-    limits = tuple(
-        HandLimit(frozenset(limit.hands), limit.max_per_round, limit.why) for limit in model.limits
-    )
+        rules.append(HandRule(entry.hand, pay, envy))
     return Paytable(
         id=model.id,
         name=model.name,
@@ -439,7 +430,6 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
         envy_requires_trigger_wager=model.envy_requires_trigger_wager,
         envy_rule=model.envy_rule,
         hands=tuple(rules),
-        limits=limits,
         notes=tuple(model.notes),
         source=source,
         **_per_player_and_seed(model, source),

@@ -8,13 +8,13 @@ so a state is exactly the replay of its events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import floor
 from types import MappingProxyType
 from typing import Literal
 
-from progressived.engine import accounts
+from progressived.engine import accounts, deck
 from progressived.engine.commands import (
     AdjustMeter,
     Command,
@@ -453,13 +453,6 @@ def _reverse(postings: Postings) -> Postings:
     return tuple(Posting(p.account, -p.units) for p in reversed(postings))
 
 
-def _count_keyed(state: TableState, hands: Iterable[str]) -> int:
-    wanted = set(hands)
-    return sum(1 for k in state.keyed if k.hand in wanted) + sum(
-        1 for a in state.awards if a.hand in wanted
-    )
-
-
 def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
     if error := _seat_error(params, cmd.seat, state):
         return error
@@ -511,20 +504,10 @@ def _key(params: TableParams, state: TableState, cmd: KeyHand) -> Decision:
             "seat-already-keyed",
             state,
         )
-    if rule.max_per_round is not None and _count_keyed(state, [hand]) >= rule.max_per_round:
-        return Rejected(
-            f"impossible: at most {rule.max_per_round} {hand} in one round dealt from one deck",
-            "impossible-combination",
-            state,
-        )
-    for limit in paytable.limits:
-        if rule.hand in limit.hands and _count_keyed(state, limit.hands) >= limit.max_per_round:
-            names = ", ".join(sorted(h.value for h in limit.hands))
-            return Rejected(
-                f"impossible: at most {limit.max_per_round} of {names} in one round ({limit.why})",
-                "impossible-combination",
-                state,
-            )
+    guard = deck.guard_for(paytable)
+    held = [k.hand for k in state.keyed] + [a.hand for a in state.awards]
+    if (impossible := guard.impossible([*held, hand])) is not None:
+        return Rejected(guard.reason(impossible), "impossible-combination", state)
     if seat not in state.locked:
         if rule.envy and not paytable.envy_requires_trigger_wager:
             return _accept(
