@@ -155,3 +155,17 @@ def test_a_malformed_message_is_said_once_per_interval_and_changes_nothing() -> 
         f"sign: ignored a malformed message on {T}/t1/status: status 'maybe' is neither "
         "online nor offline (3 more since the last line)"
     )
+
+
+def test_the_banner_goes_when_the_winning_table_locks_its_next_round() -> None:
+    floor = Floor(banner_s=30)
+    ev = f"{T}/t1/event"
+    floor.apply(ev, award("award_keyed", 5), 0)
+    floor.apply(ev, award("award_confirmed", 6, by="sup"), 1)
+    src = floor.sources["table/t1"]
+    # A redelivered LOCK of the winning round itself keeps the banner...
+    floor.apply(ev, msg(kind="round_locked", table="t1", seq=4, round=4, seat=0, seats=[3]), 2)
+    assert src.as_json(now=2)["banner"] is not None
+    # ...the next round's LOCK clears it well before its 30 s.
+    floor.apply(ev, msg(kind="round_locked", table="t1", seq=7, round=5, seat=0, seats=[3]), 3)
+    assert src.as_json(now=3)["banner"] is None

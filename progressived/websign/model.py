@@ -246,6 +246,10 @@ class Floor:
             case "round_locked":
                 if rnd != src.envy_round:
                     src.envy_round, src.envy = rnd, []
+                if src.banner is not None and rnd != src.banner.round:
+                    # The winning table's next round: the last round's winner goes at once,
+                    # as on the terminal sign (never announced during the next round).
+                    src.banner = None
             case "envy":
                 if rnd != src.envy_round:
                     src.envy_round, src.envy = rnd, []
