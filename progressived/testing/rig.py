@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived.broker import Mosquitto
+from progressived.cli.daemon import main as progressived_main
 from progressived.testing.board import BoardFactory, PtyBoard
 from progressived.testing.config import DaemonConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
@@ -40,9 +41,7 @@ PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
 def init_ledger(config: Path, operator: str = "test-harness") -> None:
     """``progressived init --config FILE`` (in this process: no interpreter start-up); the
     daemon refuses a missing ledger."""
-    from progressived.cli.daemon import main as progressived
-
-    code = progressived(["init", "--config", str(config), "--operator", operator])
+    code = progressived_main(["init", "--config", str(config), "--operator", operator])
     if code != 0:
         raise RuntimeError(f"progressived init --config {config} exited {code}")
 
