@@ -23,8 +23,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def bench_config(heartbeat_s: float = 1.0) -> rig_config.DaemonConfig:
-    return rig_config.DaemonConfig(
+def bench_config(heartbeat_s: float = 1.0) -> rig_config.RigConfig:
+    return rig_config.RigConfig(
         table=TABLE,
         meter={"id": "main", "rate": 0.15, "reserve_rate": 0.05},
         board={"heartbeat_interval_s": heartbeat_s},

@@ -46,7 +46,7 @@ from progressived.demo_console import daemon_problem, narrate, tee_lines
 from progressived.demo_script import ROUNDS, await_reconciled, forward_typing, play_script
 from progressived.sign import SignView
 from progressived.sign_screen import Screen, is_terminal
-from progressived.testing.config import DaemonConfig, write_config
+from progressived.testing.config import RigConfig, write_config
 from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
 
 TABLE = "demo-1"
@@ -97,9 +97,9 @@ def start_broker(workdir: Path) -> Mosquitto | AmqttBroker:
     return AmqttBroker(workdir).start()
 
 
-def demo_config(metrics_port: int) -> DaemonConfig:
+def demo_config(metrics_port: int) -> RigConfig:
     """The demo's table: a seeded meter, a board declared lost after 2 s of silence."""
-    return DaemonConfig(
+    return RigConfig(
         table=TABLE,
         meter={"id": "main", "seed": Decimal("1000.00"), "rate": 0.15, "reserve_rate": 0.02},
         board={"heartbeat_interval_s": 0.5, "missed_heartbeats": 4, "reconnect_initial_s": 0.2},

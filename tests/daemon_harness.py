@@ -30,8 +30,8 @@ TABLE = "it-1"
 METER_TOPIC = f"progressive/table/{TABLE}/meter/main"
 
 
-def harness_config(paytable: str = "tcp-sd-1", metrics_port: str = "0") -> rig_config.DaemonConfig:
-    return rig_config.DaemonConfig(
+def harness_config(paytable: str = "tcp-sd-1", metrics_port: str = "0") -> rig_config.RigConfig:
+    return rig_config.RigConfig(
         table=TABLE,
         paytable=paytable,
         board={

@@ -39,7 +39,7 @@ def _main_meter() -> dict[str, Scalar]:
 
 
 @dataclass(frozen=True)
-class DaemonConfig:
+class RigConfig:
     """What differs between rigs; the broker, pty, ledger and socket come from the rig.
 
     ``board`` and ``mqtt`` hold keys added after the rig's own (driver and port, host and
@@ -73,7 +73,7 @@ class DaemonConfig:
 
 def write_config(
     directory: Path,
-    config: DaemonConfig,
+    config: RigConfig,
     *,
     broker_host: str,
     broker_port: int,

@@ -5,7 +5,7 @@ on a pty (the simulator, in the caller's event loop), the daemon as a real proce
 The project's integration tests, reliability tests and benchmarks all run on this rig; a
 board maker's or integrator's tests can too::
 
-    async with table(tmp, DaemonConfig(table="t-1"), board=simulator_factory()) as t:
+    async with table(tmp, RigConfig(table="t-1"), board=simulator_factory()) as t:
         t.start_daemon()
         await t.online()
         await t.bets(1, 3)
@@ -30,7 +30,7 @@ from pathlib import Path
 from progressived.broker import Mosquitto
 from progressived.cli.daemon import main as progressived_main
 from progressived.testing.board import BoardFactory, PtyBoard
-from progressived.testing.config import DaemonConfig, write_config
+from progressived.testing.config import RigConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
 
 # How the rig and the demo run the two commands: this interpreter, this installation.
@@ -176,7 +176,7 @@ class Table:
 @contextlib.asynccontextmanager
 async def table(
     tmp: Path,
-    config: DaemonConfig,
+    config: RigConfig,
     *,
     board: BoardFactory,
     ledger: Path | None = None,
