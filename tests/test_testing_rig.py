@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import progressived.testing.board as board
 from drivers.board_sim import BoardSimulator
 from progressived.settings import load_daemon_config
+from progressived.testing import board
 from progressived.testing.config import RigConfig, render_toml, write_config
 
 
