@@ -234,7 +234,7 @@ def _meter_above(cents: int) -> Callable[[str, dict[str, Any]], bool]:
 
 
 def _last_meter_cents(t: Table) -> int:
-    for _, topic, message in reversed(t.sub.messages):
+    for topic, message, _ in reversed(t.sub.messages):
         if is_meter(topic):
             return int(message.get("cents", 0))
     return 0
@@ -326,7 +326,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
                     await reset_round(t)
                     break
                 samples.setdefault(code, []).append(arrived - started)
-                seen_seqs.append(max(int(m.get("seq", 0)) for _, _, m in t.sub.messages[-20:]))
+                seen_seqs.append(max(int(m.get("seq", 0)) for _, m, _ in t.sub.messages[-20:]))
                 if code == "OK":
                     t.sim.supervisor(False)
                     await asyncio.sleep(0.05)
@@ -339,7 +339,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
     conn = sqlite3.connect(f"file:{tmp / 'ledger.db'}?mode=ro", uri=True)
     head = conn.execute("SELECT max(seq) FROM journal").fetchone()[0]
     conn.close()
-    received = [int(m["seq"]) for _, topic, m in t.sub.messages if topic.endswith("/event")]
+    received = [int(m["seq"]) for topic, m, _ in t.sub.messages if topic.endswith("/event")]
     all_samples = [s for values in samples.values() for s in values]
     all_meter = [s for values in meter_samples.values() for s in values]
     return {
@@ -350,7 +350,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
             d: summary_ms(values) for d, values in meter_samples.items() if values
         },
         "lock_split": split,
-        "meter_messages": sum(1 for _, topic, _ in t.sub.messages if is_meter(topic)),
+        "meter_messages": sum(1 for topic, _, _ in t.sub.messages if is_meter(topic)),
         "meter_repeats": _meter_repeats(t),
         "presses_without_message": timeouts,
         "by_key": {code: summary_ms(values) for code, values in samples.items()},
@@ -391,7 +391,7 @@ def _lock_split(
 def _meter_repeats(t: Table) -> int:
     """Meter messages showing what the previous one showed (same cents and state)."""
     shown = [
-        (topic, m.get("cents"), m.get("state")) for _, topic, m in t.sub.messages if is_meter(topic)
+        (topic, m.get("cents"), m.get("state")) for topic, m, _ in t.sub.messages if is_meter(topic)
     ]
     return sum(1 for a, b in itertools.pairwise(shown) if a == b)
 

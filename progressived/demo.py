@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -45,16 +46,10 @@ from progressived.demo_console import daemon_problem, narrate, tee_lines
 from progressived.demo_script import ROUNDS, await_reconciled, forward_typing, play_script
 from progressived.sign import SignView
 from progressived.sign_screen import Screen, is_terminal
+from progressived.testing.config import RigConfig, write_config
+from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
 
 TABLE = "demo-1"
-
-
-def _progressivectl() -> list[str]:
-    return [sys.executable, "-m", "progressived.cli.ctl"]
-
-
-def _progressived() -> list[str]:
-    return [sys.executable, "-m", "progressived.cli.daemon"]
 
 
 class AmqttBroker:
@@ -102,47 +97,16 @@ def start_broker(workdir: Path) -> Mosquitto | AmqttBroker:
     return AmqttBroker(workdir).start()
 
 
-def write_config(workdir: Path, broker_port: int, link: Path, metrics_port: int) -> Path:
-    path = workdir / "progressived.toml"
-    path.write_text(
-        f"""# written by progressived demo
-[table]
-id = "{TABLE}"
-seats = 7
-paytable = "tcp-sd-1"
-
-[[progressive.meters]]
-id = "main"
-seed = 1000.00
-rate = 0.15
-reserve_rate = 0.02
-
-[board]
-driver = "serial"
-port = "{link}"
-heartbeat_interval_s = 0.5
-missed_heartbeats = 4
-reconnect_initial_s = 0.2
-
-[mqtt]
-host = "127.0.0.1"
-port = {broker_port}
-meter_max_rate_hz = 10
-
-[ledger]
-path = "{workdir / "ledger.db"}"
-
-[metrics]
-port = {metrics_port}
-
-[control]
-socket = "{workdir / "control.sock"}"
-
-[log]
-format = "json"
-"""
+def demo_config(metrics_port: int) -> RigConfig:
+    """The demo's table: a seeded meter, a board declared lost after 2 s of silence."""
+    return RigConfig(
+        table=TABLE,
+        meter={"id": "main", "seed": Decimal("1000.00"), "rate": 0.15, "reserve_rate": 0.02},
+        board={"heartbeat_interval_s": 0.5, "missed_heartbeats": 4, "reconnect_initial_s": 0.2},
+        mqtt={"meter_max_rate_hz": 10},
+        metrics_port=metrics_port,
+        header="# written by progressived demo",
     )
-    return path
 
 
 @contextlib.contextmanager
@@ -269,7 +233,13 @@ def run_demo(
             return 2
         try:
             metrics_port, web_port = free_port(), free_port()
-            config = write_config(work, broker.port, work / "board", metrics_port)
+            config = write_config(
+                work,
+                demo_config(metrics_port),
+                broker_host="127.0.0.1",
+                broker_port=broker.port,
+                link=work / "board",
+            )
             banner = _banner(work, broker, metrics_port, keep, web_port)
             print(banner, file=out, flush=True)
             tty = not headless and is_terminal(out)
@@ -342,7 +312,7 @@ def _init_ledger(config: Path, ledger: Path, out: TextIO) -> int:
         print(f"init        kept the ledger of an earlier demo: {ledger}", file=out)
         return 0
     done = subprocess.run(
-        [*_progressived(), "init", "--config", str(config), "--operator", "demo"],
+        [*PROGRESSIVED, "init", "--config", str(config), "--operator", "demo"],
         capture_output=True,
         text=True,
         check=False,
@@ -368,7 +338,7 @@ def _play(
     interactive = threading.Event()
     log_lock = threading.Lock()
     link = work / "board"
-    sim_cmd = [*_progressivectl(), "simulate-board", "--link", str(link), "--seats", "7"]
+    sim_cmd = [*PROGRESSIVECTL, "simulate-board", "--link", str(link), "--seats", "7"]
     sim_cmd += ["--heartbeat", "0.5"]
     pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
     threads: list[threading.Thread] = []
@@ -399,11 +369,11 @@ def _play(
         _wait_for(link.exists, 20, "the board simulator's pty")
         # The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log.
         web_log = stack.enter_context((work / "websign.log").open("w"))
-        web_cmd = [*_progressivectl(), "sign", "--web", "--port", str(port), "--table", TABLE]
+        web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
         web_cmd += ["--listen", f"127.0.0.1:{web_port}"]
         stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
         with _process(
-            [*_progressived(), "run", "--config", str(config)],
+            [*PROGRESSIVED, "run", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             bufsize=1,

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,10 +23,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from drivers.board_sim import BoardSimulator
-from progressived.broker import Mosquitto
 from progressived.ledger.verify import verify
-from tests.daemon_harness import Subscriber, Table, init_ledger, write_config
+from tests.daemon_harness import Table, table
 
 SHORT = os.environ.get("RELIABILITY_SHORT", "") not in ("", "0")
 
@@ -55,24 +54,13 @@ PUBLISHED = ("round_locked", "hand_keyed", "award_keyed", "award_confirmed", "ro
 @contextlib.asynccontextmanager
 async def rig(tmp: Path) -> AsyncIterator[Table]:
     """tests/daemon_harness.table, with a broker that saves its sessions every second (so a
-    SIGKILLed broker comes back with the sign's subscription, as a production one would)."""
-    broker = Mosquitto(persistence=True, extra_config="autosave_interval 1\n")
-    with broker:
-        link = tmp / "board"
-        sim = BoardSimulator(link=link, seats=7, heartbeat_interval_s=0.2)
-        await sim.start()
-        sub = Subscriber(broker)
-        await sub.start()
-        t = Table(tmp, broker, sim, write_config(tmp, broker, link), sub)
-        if not (tmp / "ledger.db").exists():
-            init_ledger(t.config)
-        try:
-            yield t
-        finally:
-            if t.proc is not None and t.proc.poll() is None:
-                t.kill()
-            await sub.stop()
-            await sim.stop()
+    SIGKILLed broker comes back with the sign's subscription, as a production one would)
+    and a daemon SIGKILLed at the end."""
+    async with table(
+        tmp, broker_config="autosave_interval 1\n", exit_signal=signal.SIGKILL,
+        check_schemas=False,
+    ) as t:
+        yield t
 
 
 async def random_play(t: Table, rng: random.Random, actions: int, pause: float = 0.02) -> None:

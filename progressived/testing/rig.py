@@ -1,0 +1,220 @@
+"""A table on this machine, end to end: a real Mosquitto on a free loopback port, a board
+on a pty (the simulator, in the caller's event loop), the daemon as a real process (after
+``progressived init``, as an operator does for a new table) and an independent sign.
+
+The project's integration tests, reliability tests and benchmarks all run on this rig; a
+board maker's or integrator's tests can too::
+
+    async with table(tmp, RigConfig(table="t-1"), board=simulator_factory()) as t:
+        t.start_daemon()
+        await t.online()
+        await t.bets(1, 3)
+        await t.press("LOCK")
+        await t.sub.wait_event("round_locked")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from progressived.broker import Mosquitto
+from progressived.cli.daemon import main as progressived_main
+from progressived.testing.board import BoardFactory, PtyBoard
+from progressived.testing.config import RigConfig, write_config
+from progressived.testing.subscriber import Check, Subscriber
+
+# How the rig and the demo run the two commands: this interpreter, this installation.
+PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
+PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
+
+
+def init_ledger(config: Path, operator: str = "test-harness") -> None:
+    """``progressived init --config FILE`` (in this process: no interpreter start-up); the
+    daemon refuses a missing ledger."""
+    code = progressived_main(["init", "--config", str(config), "--operator", operator])
+    if code != 0:
+        raise RuntimeError(f"progressived init --config {config} exited {code}")
+
+
+class NotifySocket:
+    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET; notes ``READY=1``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.setblocking(False)
+        self.ready_at: float | None = None
+
+    def poll(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                data = self.sock.recv(4096)
+                if self.ready_at is None and b"READY=1" in data.split(b"\n"):
+                    self.ready_at = time.perf_counter()
+
+    def close(self) -> None:
+        self.sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+@dataclass
+class Table:
+    """The rig's parts and the daemon process (``proc``; each run logs to daemon-N.log)."""
+
+    tmp: Path
+    broker: Mosquitto
+    sim: PtyBoard
+    config: Path
+    sub: Subscriber
+    proc: subprocess.Popen[bytes] | None = None
+    runs: int = 0
+    started_at: float = 0.0  # perf_counter at the last start_daemon
+    notify_ready: bool = False  # give each run a NOTIFY_SOCKET (``notify``)
+    notify: NotifySocket | None = None
+    profile: Path | None = None  # run the daemon under cProfile, its stats written here
+
+    def start_daemon(self) -> None:
+        self.runs += 1
+        log = (self.tmp / f"daemon-{self.runs}.log").open("wb")
+        env = dict(os.environ)
+        if self.notify_ready:
+            if self.notify is not None:
+                self.notify.close()
+            self.notify = NotifySocket(self.tmp / f"notify-{self.runs}.sock")
+            env["NOTIFY_SOCKET"] = str(self.notify.path)
+        profile = ["-m", "cProfile", "-o", str(self.profile)] if self.profile else []
+        self.started_at = time.perf_counter()
+        with log:
+            self.proc = subprocess.Popen(
+                [
+                    *PROGRESSIVED[:1],
+                    *profile,
+                    *PROGRESSIVED[1:],
+                    "run",
+                    "--config",
+                    str(self.config),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        """Signal the daemon and reap it (SIGKILL after 20 s); its exit status."""
+        assert self.proc is not None, "the daemon is not running"
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, sig)
+        try:
+            code = self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait(timeout=20)
+        self.proc = None
+        return code
+
+    def stop_daemon(self, sig: int = signal.SIGTERM) -> int:
+        """An orderly stop, as systemd asks for one."""
+        return self.kill(sig)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "the daemon is not running"
+        return self.proc.pid
+
+    def log(self) -> str:
+        """Every run's log, in order."""
+        return "\n".join(p.read_text() for p in sorted(self.tmp.glob("daemon-*.log")))
+
+    def log_text(self) -> str:
+        """The last run's log."""
+        return (self.tmp / f"daemon-{self.runs}.log").read_text(errors="replace")
+
+    def logged_running(self) -> bool:
+        text = self.log_text()
+        return '"event": "running"' in text or '"event":"running"' in text
+
+    async def press(self, *codes: str, pause: float = 0.05) -> None:
+        for code in codes:
+            self.sim.press(code)
+            await asyncio.sleep(pause)
+
+    async def bets(self, *seats: int) -> None:
+        for seat in seats:
+            self.sim.place_bet(seat)
+        await asyncio.sleep(0.3)
+
+    async def collect(self, *seats: int) -> None:
+        for seat in seats:
+            self.sim.remove_bet(seat)
+        await asyncio.sleep(0.1)
+
+    async def online(self, count: int = 1, timeout: float = 30.0) -> None:
+        """Until the sign has seen ``count`` board_online events; fails at once if the
+        daemon exits meanwhile."""
+        try:
+            async with asyncio.timeout(timeout):
+                while len(self.sub.events("board_online")) < count:
+                    if self.proc is not None and self.proc.poll() is not None:
+                        raise RuntimeError(f"the daemon exited:\n{self.log_text()[-2000:]}")
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            raise TimeoutError(f"timed out after {timeout} s waiting for board_online") from None
+
+
+@contextlib.asynccontextmanager
+async def table(
+    tmp: Path,
+    config: RigConfig,
+    *,
+    board: BoardFactory,
+    ledger: Path | None = None,
+    persistence: bool = True,
+    broker_config: str = "",
+    sign: str = "rig-sign",
+    check: Check | None = None,
+    exit_signal: int = signal.SIGTERM,
+    notify_ready: bool = False,
+    profile: Path | None = None,
+    operator: str = "test-harness",
+) -> AsyncIterator[Table]:
+    """The rig in ``tmp``: ``board(link)`` makes the board, ``config`` the daemon's
+    configuration (its ledger made by ``progressived init`` unless it exists). The daemon is
+    not started (``start_daemon``); at exit it gets ``exit_signal`` if still running."""
+    with Mosquitto(persistence=persistence, extra_config=broker_config) as broker:
+        link = tmp / "board"
+        sim = board(link)
+        await sim.start()
+        sub = Subscriber(broker.host, broker.port, identifier=sign, check=check)
+        await sub.start()
+        path = write_config(
+            tmp,
+            config,
+            broker_host=broker.host,
+            broker_port=broker.port,
+            link=link,
+            ledger=ledger,
+        )
+        if not (ledger or tmp / "ledger.db").exists():
+            init_ledger(path, operator)
+        t = Table(tmp, broker, sim, path, sub, notify_ready=notify_ready, profile=profile)
+        try:
+            yield t
+        finally:
+            if t.proc is not None and t.proc.poll() is None:
+                t.kill(exit_signal)
+            if t.notify is not None:
+                t.notify.close()
+            await sub.stop()
+            await sim.stop()

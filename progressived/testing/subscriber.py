@@ -1,0 +1,117 @@
+"""An independent sign for tests and benchmarks: an MQTT subscriber with a persistent
+session that records every message it receives (and when), across broker restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiomqtt
+
+Payload = dict[str, Any]
+Check = Callable[[str, Payload], list[str]]  # topic, payload -> what is wrong with it
+Match = Callable[[str, Payload], bool]
+
+
+@dataclass
+class Subscriber:
+    """Subscribes to ``topics`` at QoS 1 as ``identifier`` (a persistent session, so that a
+    restarted broker delivers what it queued), reconnecting until stopped.
+
+    ``messages`` holds (topic, payload, retained) and ``arrivals`` the ``perf_counter`` at
+    which each arrived; ``check`` (e.g. a schema check) adds its findings to ``problems``.
+    """
+
+    host: str
+    port: int
+    identifier: str = "rig-sign"
+    topics: str = "progressive/#"
+    check: Check | None = None
+    messages: list[tuple[str, Payload, bool]] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    waiters: list[tuple[Match, asyncio.Future[float]]] = field(default_factory=list)
+
+    def _received(self, topic: str, data: Payload, retained: bool) -> None:
+        now = time.perf_counter()
+        self.messages.append((topic, data, retained))
+        self.arrivals.append(now)
+        if self.check is not None:
+            self.problems.extend(self.check(topic, data))
+        for pair in list(self.waiters):
+            match, fut = pair
+            if not fut.done() and match(topic, data):
+                fut.set_result(now)
+                self.waiters.remove(pair)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async with aiomqtt.Client(
+                    self.host, self.port, identifier=self.identifier, clean_session=False
+                ) as client:
+                    await client.subscribe(self.topics, qos=1)
+                    async for message in client.messages:
+                        payload = message.payload
+                        if isinstance(payload, (bytes, bytearray)):
+                            data = json.loads(payload)
+                            self._received(str(message.topic), data, bool(message.retain))
+            except aiomqtt.MqttError:
+                await asyncio.sleep(0.1)
+
+    async def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run())
+        await asyncio.sleep(0.3)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    def timed(self) -> list[tuple[float, str, Payload]]:
+        """(arrival, topic, payload) for every message, in order."""
+        return [(at, t, m) for at, (t, m, _) in zip(self.arrivals, self.messages, strict=True)]
+
+    def events(self, kind: str | None = None) -> list[Payload]:
+        return [
+            m
+            for t, m, _ in self.messages
+            if t.endswith("/event") and (kind is None or m.get("kind") == kind)
+        ]
+
+    def on(self, topic: str) -> list[Payload]:
+        """Every payload received on exactly ``topic``."""
+        return [m for t, m, _ in self.messages if t == topic]
+
+    def meters(self, meter: str = "main") -> list[Payload]:
+        """Every payload of meter ``meter`` (any table's)."""
+        return [
+            m
+            for t, m, _ in self.messages
+            if t.startswith("progressive/table/") and t.endswith(f"/meter/{meter}")
+        ]
+
+    def expect(self, match: Match) -> asyncio.Future[float]:
+        """A future set to the arrival time of the next message ``match`` accepts."""
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self.waiters.append((match, fut))
+        return fut
+
+    async def wait(self, predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                while not predicate():
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}") from None
+
+    async def wait_event(self, kind: str, count: int = 1, timeout: float = 15.0) -> Payload:
+        await self.wait(lambda: len(self.events(kind)) >= count, f"{count} x {kind}", timeout)
+        return self.events(kind)[count - 1]
