@@ -109,10 +109,17 @@ def receive(
         return Step(state, (), (stored.result,))
     if msg.seq > track.hwm + 1:
         gap = Result(
-            link=params.link_id, table=table, seq=msg.seq, id=msg.id, status="resend",
-            code="gap", reason=f"expected sequence {track.hwm + 1}",
-            resend_from=track.hwm + 1, lseq=0, head=head,
-        )  # fmt: skip
+            link=params.link_id,
+            table=table,
+            seq=msg.seq,
+            id=msg.id,
+            status="resend",
+            code="gap",
+            reason=f"expected sequence {track.hwm + 1}",
+            resend_from=track.hwm + 1,
+            lseq=0,
+            head=head,
+        )
         return Step(state, (), (gap,))
     if track.head is not None and (
         msg.head.seq < track.head.seq
@@ -142,24 +149,43 @@ def _apply(
         code, reason = refusal.code, refusal.reason
     own = [(msg.table, c) for c in _claim_ids(msg)]
     result = Result(
-        link=params.link_id, table=msg.table, seq=msg.seq, id=msg.id,
-        status="applied" if code == "ok" else "refused", code=code, reason=reason,
-        resend_from=0, lseq=lseq, head=head,
+        link=params.link_id,
+        table=msg.table,
+        seq=msg.seq,
+        id=msg.id,
+        status="applied" if code == "ok" else "refused",
+        code=code,
+        reason=reason,
+        resend_from=0,
+        lseq=lseq,
+        head=head,
         awards=tuple(_award(work.claims, work.groups, k) for k in own if k in work.claims),
-    )  # fmt: skip
+    )
     results = dict(track.results)
     results[msg.seq] = Stored(raw, result)
     results.pop(msg.seq - params.keep_results, None)
     tables = dict(state.tables)
     tables[msg.table] = TableTrack(msg.seq, msg.head, results)
     new = BookState(
-        lseq, work.balances, tables, work.claims, work.groups, work.contributions,
-        work.epochs, work.hits,
-    )  # fmt: skip
+        lseq,
+        work.balances,
+        tables,
+        work.claims,
+        work.groups,
+        work.contributions,
+        work.epochs,
+        work.hits,
+    )
     event = Applied(
-        lseq=lseq, table=msg.table, seq=msg.seq, id=msg.id, head=msg.head, message=raw,
-        postings=tuple(work.postings), result=result,
-    )  # fmt: skip
+        lseq=lseq,
+        table=msg.table,
+        seq=msg.seq,
+        id=msg.id,
+        head=msg.head,
+        message=raw,
+        postings=tuple(work.postings),
+        result=result,
+    )
     updates = tuple(
         AwardUpdate(
             link=params.link_id,
@@ -203,9 +229,17 @@ def _refuse(
     if table is None:
         return Step(state, (event,), ())
     reply = Result(
-        link=params.link_id, table=table, seq=seq, id=msg_id, status="refused", code=code,
-        reason=reason, resend_from=0, lseq=0, head=head,
-    )  # fmt: skip
+        link=params.link_id,
+        table=table,
+        seq=seq,
+        id=msg_id,
+        status="refused",
+        code=code,
+        reason=reason,
+        resend_from=0,
+        lseq=0,
+        head=head,
+    )
     return Step(state, (event,), (reply,))
 
 
@@ -215,11 +249,14 @@ def _refuse(
 def meter_view(params: lp.LinkParams, state: BookState, meter_id: str, head: Head) -> LinkedMeter:
     """The linked meter as the link publishes it (retained) after a step."""
     return LinkedMeter(
-        link=params.link_id, meter=meter_id,
+        link=params.link_id,
+        meter=meter_id,
         units=state.balances.get(accounts.meter(meter_id), 0),
-        epoch=state.epochs.get(meter_id, 0), lseq=state.lseq, head=head,
+        epoch=state.epochs.get(meter_id, 0),
+        lseq=state.lseq,
+        head=head,
         hit=state.hits.get(meter_id),
-    )  # fmt: skip
+    )
 
 
 def heartbeat(
@@ -228,9 +265,13 @@ def heartbeat(
     """The link's heartbeat to one table: alive, and the next sequence it expects."""
     track = state.tables.get(table, TableTrack())
     return Heartbeat(
-        link=params.link_id, table=table, expect=track.hwm + 1, lseq=state.lseq,
-        head=head, at=at,
-    )  # fmt: skip
+        link=params.link_id,
+        table=table,
+        expect=track.hwm + 1,
+        lseq=state.lseq,
+        head=head,
+        at=at,
+    )
 
 
 def identity_gaps(params: lp.LinkParams, state: BookState) -> dict[str, int]:

@@ -203,7 +203,7 @@ LinkMessage = Result | AwardUpdate | Heartbeat | LinkedMeter
 LINK_TYPES: dict[str, type[Any]] = {
     cls.type: cls for cls in (Result, AwardUpdate, Heartbeat, LinkedMeter)
 }
-_NESTED: dict[str, type[Any]] = {"head": Head, "hit": Hit}
+_NESTED: dict[str, type[Any]] = {"head": Head, "hit": Hit, "award": Award}
 _LISTS: dict[str, type[Any]] = {"wagers": MeterWagers, "awards": Award}
 
 
@@ -231,7 +231,7 @@ def table_of_topic(prefix: str, link: str, topic: str) -> str | None:
     if not topic.startswith(head):
         return None
     table = topic[len(head) :]
-    return table if _ID.match(table) else None
+    return table if _ID.fullmatch(table) else None
 
 
 # -- encoding -----------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def _integer(low: int, high: int) -> Callable[[object, str], None]:
 
 
 def _identifier(value: object, path: str) -> None:
-    if not isinstance(value, str) or not _ID.match(value):
+    if not isinstance(value, str) or not _ID.fullmatch(value):
         raise MessageError("bad-field", f"{path}: expected an id matching {ID_PATTERN}")
 
 
@@ -368,7 +368,7 @@ def _text(limit: int) -> Callable[[object, str], None]:
 
 
 def _hash(value: object, path: str) -> None:
-    if not isinstance(value, str) or not _HASH.match(value):
+    if not isinstance(value, str) or not _HASH.fullmatch(value):
         raise MessageError("bad-field", f"{path}: expected 64 lowercase hex digits")
 
 
