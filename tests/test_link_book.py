@@ -106,7 +106,9 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
     for action in actions:
         if action == "make":
             table = tables[names[data.draw(st.integers(0, n - 1))]]
-            network.append(_make(table, data.draw(st.sampled_from(OPS)), data.draw(st.integers(0, 99))))
+            network.append(
+                _make(table, data.draw(st.sampled_from(OPS)), data.draw(st.integers(0, 99)))
+            )
         elif action == "retransmit":
             for table in tables.values():
                 network.extend(table.outbox[s] for s in sorted(table.outbox))
@@ -239,12 +241,15 @@ def test_split_confirm_fixes_the_shares() -> None:
     params = link_params(policy=lp.ClaimPolicy.SPLIT)
     t1, t2 = SimTable("t1"), SimTable("t2")
     out = _run(params, book.open_book(params), t1.contribute(2), t1.claim(), t2.claim())
-    share = out.state.claims[("t1", t1.claims[0])].units
+    mine = out.state.claims[("t1", t1.claims[0])].units
+    theirs = out.state.claims[("t2", t2.claims[0])].units
+    assert mine >= theirs > 0
     out = _run(params, out.state, t1.confirm(t1.claims[0]))
     meter = out.state.balances[MA]
     out = _run(params, out.state, t2.reject(t2.claims[0]))
-    assert out.state.balances[PAID] == share  # not raised after payment
-    assert out.state.balances[MA] == meter + out.state.balances[PAID] * 0 + share - (share - share)
+    assert out.state.balances[PAID] == mine  # a paid share is never changed afterwards
+    assert out.state.balances[MA] == meter + theirs  # the rejected share goes back
+    assert out.state.balances[PA] == 0
 
 
 def test_reversal_keeps_the_meter_share_and_reverses_once() -> None:
@@ -272,6 +277,8 @@ def test_repeat_returns_the_stored_result_and_a_gap_asks_for_a_resend() -> None:
     assert result(gap).resend_from == 2
     repeat = deliver(params, out.state, m1)
     assert repeat.state is out.state and repeat.replies == out.replies
+    healed = _run(params, out.state, m2, m3)
+    assert healed.state.tables["t1"].hwm == 3 and result(healed).status == "applied"
 
 
 def _unchanged(params: lp.LinkParams, state: BookState, payload: bytes | str, table: str) -> str:
