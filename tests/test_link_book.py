@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from math import floor
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -80,6 +81,12 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
             assert state is before  # repeats, gaps and refusals change nothing
             event("repeat or gap seen")
         view = book.meter_view(params, state, METER, LINK_HEAD)
+        new_group = state.groups.get(state.lseq)
+        if new_group is not None and new_group.id not in before.groups:
+            # No award is smaller than its share of a value the signs showed before the claim.
+            percent = params.meters[0].hands[new_group.hand]
+            assert new_group.total == truncate_to_cent(floor(last_meter[1] * percent))
+            event("claim priced on the shown meter")
         if view.epoch == last_meter[0]:
             assert view.units >= last_meter[1], "a sign would go backwards within an epoch"
         assert view.epoch >= last_meter[0]
