@@ -211,3 +211,20 @@ def test_every_message_type_has_a_schema_requiring_its_envelope() -> None:
         assert {"table", "seq", "id", "head"} <= set(required)
     for kind in ("result", "award", "heartbeat", "meter"):
         assert "head" in SCHEMAS[kind]["required"] and "link" in SCHEMAS[kind]["required"]
+
+
+def test_docs_link_md_prints_the_schemas_and_valid_examples() -> None:
+    """docs/link.md cannot drift: its schemas are the code's, its examples decode."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "link.md").read_text()
+    blocks = [json.loads(b.split("```", 1)[0]) for b in text.split("```json\n")[1:]]
+    documented = {b["title"]: b for b in blocks if "$schema" in b}
+    assert documented == SCHEMAS
+    examples = [b for b in blocks if "$schema" not in b]
+    kinds = {e["type"] for e in examples}
+    assert kinds == set(SCHEMAS)
+    for example in examples:
+        raw = json.dumps(example)
+        decoded = m.decode_table(raw) if example["type"] in m.TABLE_TYPES else m.decode_link(raw)
+        assert json.loads(m.encode(decoded)) == example
