@@ -7,6 +7,7 @@ case the caller throws the copy away: a refused message changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from math import floor
 
@@ -43,7 +44,7 @@ class Work:
     balances: dict[str, int]
     claims: dict[ClaimKey, ClaimState]
     groups: dict[int, Group]
-    contributions: dict[tuple[str, str], Contributed]
+    contributions: dict[str, Mapping[str, Contributed]]
     epochs: dict[str, int]
     hits: dict[str, Hit]
     postings: list[Posting] = field(default_factory=list)
@@ -76,7 +77,7 @@ class Work:
 
 def contribute(link: lp.LinkParams, work: Work, msg: Contribution) -> None:
     """Post each meter's share, its reserve share and the house's rest, exactly."""
-    if (msg.table, msg.id) in work.contributions:
+    if msg.id in work.contributions.get(msg.table, {}):
         raise Refusal("duplicate-id", f"message id {msg.id} was already used by {msg.table}")
     if not msg.wagers:
         raise Refusal("bad-wagers", "a contribution names at least one meter")
@@ -95,7 +96,16 @@ def contribute(link: lp.LinkParams, work: Work, msg: Contribution) -> None:
                 f"{wagers.units} units is not {wagers.count} equal whole-cent wagers",
             )
         _post_share(spec, work, wagers.units)
-    work.contributions[(msg.table, msg.id)] = Contributed(msg.round, tuple(work.postings))
+    _keep(link, work, msg.table, msg.id, Contributed(msg.round, tuple(work.postings)))
+
+
+def _keep(link: lp.LinkParams, work: Work, table: str, msg_id: str, done: Contributed) -> None:
+    """Record a contribution (copying only this table's map), keeping the newest few."""
+    mine = dict(work.contributions.get(table, {}))
+    mine[msg_id] = done
+    while len(mine) > link.keep_results:
+        del mine[next(iter(mine))]  # the oldest: a void reverses a round still open
+    work.contributions[table] = mine
 
 
 def _post_share(spec: lp.MeterSpec, work: Work, units: int) -> None:
@@ -121,8 +131,7 @@ def reverse(link: lp.LinkParams, work: Work, msg: Reversal) -> None:
     an award); the reserve and overflow give back what they still hold of it; the house
     bears the rest, so the wagers returned to players are balanced to the unit.
     """
-    key = (msg.table, msg.of)
-    done = work.contributions.get(key)
+    done = work.contributions.get(msg.table, {}).get(msg.of)
     if done is None:
         raise Refusal("unknown-contribution", f"{msg.table} has no contribution {msg.of}")
     if done.reversed:
@@ -139,7 +148,7 @@ def reverse(link: lp.LinkParams, work: Work, msg: Reversal) -> None:
             work.post(lp.house_retained(meter_id), back)
         elif kind == "meter":
             continue
-    work.contributions[key] = replace(done, reversed=True)
+    _keep(link, work, msg.table, msg.of, replace(done, reversed=True))
 
 
 def claim(link: lp.LinkParams, work: Work, msg: Claim) -> None:

@@ -95,7 +95,8 @@ class BookState:
     tables: Mapping[str, TableTrack] = field(default_factory=dict)
     claims: Mapping[ClaimKey, ClaimState] = field(default_factory=dict)
     groups: Mapping[int, Group] = field(default_factory=dict)
-    contributions: Mapping[tuple[str, str], Contributed] = field(default_factory=dict)
+    # per table, the last ``keep_results`` contributions by message id (reversible)
+    contributions: Mapping[str, Mapping[str, Contributed]] = field(default_factory=dict)
     epochs: Mapping[str, int] = field(default_factory=dict)
     hits: Mapping[str, Hit] = field(default_factory=dict)
 
