@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from progressived.engine import accounts
 from progressived.link import book
 from progressived.link import params as lp
-from progressived.link.messages import Claim, Contribution, Result, Reversal, TableMessage, encode
+from progressived.link.messages import (
+    Claim,
+    ClaimConfirm,
+    Contribution,
+    Result,
+    Reversal,
+    TableMessage,
+    encode,
+)
 from progressived.link.state import BookState, Step
 from progressived.money import UNITS_PER_CENT, truncate_to_cent
 from tests.link_sim import LINK_HEAD, METER, SEED, WAGER, SimTable, deliver, head_of, link_params
@@ -154,6 +162,16 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
                 assert isinstance(reversed_msg, Contribution)
                 expected -= reversed_msg.wagers[0].units
     assert -state.balances.get(lp.linked_wagers(METER), 0) == expected
+    # Both sides agree on every amount paid: the table takes it from the confirm's result.
+    paid_by_tables = 0
+    for table in tables.values():
+        for seq, got in table.results.items():
+            if isinstance(table.sent[seq - 1], ClaimConfirm) and got[0].status == "applied":
+                (award,) = got[0].awards
+                assert award.state == "paid"
+                assert award.units == state.claims[(table.table, award.claim)].units
+                paid_by_tables += award.units
+    assert paid_by_tables == state.balances.get(PAID, 0)
     event(f"messages per example: {sum(t.seq for t in tables.values()) // 10 * 10}+")
     event(f"claims priced: {min(len(state.groups), 3)}+")
     assert {
