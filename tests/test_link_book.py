@@ -109,10 +109,29 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
             if isinstance(reply, Result):
                 network.extend(tables[reply.table].on_reply(reply))
 
+    def rogue(data: st.DataObject) -> None:
+        """A forged, malformed or stale message in the stream: refused, nothing changes."""
+        sender, victim = names[0], names[-1]
+        kind = data.draw(st.sampled_from(["garbage", "forged", "stranger", "future", "stale"]))
+        payload: bytes = b'{"type":"contribution","seq":1}'
+        topic = sender
+        if kind == "forged" and tables[victim].sent:
+            payload = encode(replace(tables[victim].sent[-1], seq=10**6))  # type: ignore[type-var]
+        elif kind == "stranger":
+            payload = encode(replace(SimTable("t99").contribute(1), seq=1))  # type: ignore[type-var]
+            topic = "t99"
+        elif kind == "stale" and hwm[sender] >= 1:  # a rewrite of a message already applied
+            payload = encode(replace(tables[sender].sent[0], id="rewritten"))  # type: ignore[type-var]
+        elif kind == "future":
+            payload = encode(replace(SimTable(sender).contribute(9), seq=10**9))  # type: ignore[type-var]
+        out = book.receive(params, state, payload, topic_table=topic, at_ms=clock, head=LINK_HEAD)
+        assert out.state is state
+        assert all(isinstance(r, Result) and r.status in ("refused", "resend") for r in out.replies)
+
     actions = data.draw(
         st.lists(
             st.sampled_from(["make", "make", "deliver", "deliver", "deliver", "dup", "drop",
-                             "retransmit"]),
+                             "retransmit", "rogue"]),
             min_size=60,
             max_size=300,
         ),
@@ -124,6 +143,8 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
             network.append(
                 _make(table, data.draw(st.sampled_from(OPS)), data.draw(st.integers(0, 99)))
             )
+        elif action == "rogue":
+            rogue(data)
         elif action == "retransmit":
             for table in tables.values():
                 network.extend(table.outbox[s] for s in sorted(table.outbox))
