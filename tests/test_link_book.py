@@ -404,3 +404,20 @@ def test_the_link_book_imports_no_io_clock_or_randomness() -> None:
                     assert name.startswith(allowed_progressived), f"{path.name} imports {name}"
             if isinstance(node, ast.ImportFrom) and node.module == "progressived.engine":
                 assert {a.name for a in node.names} <= {"accounts", "events"}, path.name
+
+
+def test_reject_after_a_later_claim_returns_only_the_award() -> None:
+    """The later claim was priced on the reset meter: the reset stays where it went."""
+    params = link_params()
+    t1, t2 = SimTable("t1"), SimTable("t2")
+    out = _run(params, book.open_book(params), t1.contribute(40), t1.claim())
+    award = out.state.claims[("t1", t1.claims[0])].units
+    out = _run(params, out.state, t2.claim("straight-flush"))
+    meter, funding = out.state.balances[MA], out.state.balances[SF]
+    out = _run(params, out.state, t1.reject(t1.claims[0]))
+    assert out.state.balances[MA] == meter + award
+    assert out.state.balances[SF] == funding  # the reset is not taken back
+    # The later claim rejected too: now it is the latest, and its restore is exact.
+    sf = out.state.claims[("t2", t2.claims[0])].units
+    out = _run(params, out.state, t2.reject(t2.claims[0]))
+    assert out.state.balances[MA] == meter + award + sf
