@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from drivers import protocol as p
 from progressived.cli import ctl, daemon
@@ -124,19 +125,19 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def model_keys(model: type[BaseModel], prefix: str) -> Iterator[str]:
+def model_fields(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, FieldInfo]]:
     """Every leaf key of ``model``, dotted (a nested model's keys instead of its own)."""
     for name, field in model.model_fields.items():
         nested = _models_in(field.annotation)
         if nested:
             for sub in nested:
-                yield from model_keys(sub, f"{prefix}{name}.")
+                yield from model_fields(sub, f"{prefix}{name}.")
         else:
-            yield f"{prefix}{name}"
+            yield f"{prefix}{name}", field
 
 
-def configuration_keys() -> set[str]:
-    """Every key the daemon's configuration models accept, ``section.key``."""
+def configuration_fields() -> dict[str, FieldInfo]:
+    """Every key the daemon's configuration models accept, ``section.key``, with its field."""
     engine_part = ProgressiveConfig.model_fields
     section_models: dict[str, list[type[BaseModel]]] = {
         "table": _models_in(engine_part["table"].annotation),
@@ -148,19 +149,23 @@ def configuration_keys() -> set[str]:
             type(load_daemon_config(CONFIG).board),
         ],
     }
-    keys: set[str] = set()
+    fields: dict[str, FieldInfo] = {}
     for section, field in _DaemonModel.model_fields.items():
         models = section_models.get(section) or _models_in(field.annotation)
         assert models, f"no model for the [{section}] section"
         for model in models:
-            keys |= set(model_keys(model, f"{section}."))
-    return keys
+            fields.update(model_fields(model, f"{section}."))
+    return fields
 
 
-def documented_keys(text: str, row_says: str = "") -> set[str]:
-    """``section.key`` for every row of a key table under a ``[section]`` heading (only the
-    rows that contain ``row_says``, when given)."""
-    keys: set[str] = set()
+def configuration_keys() -> set[str]:
+    return set(configuration_fields())
+
+
+def documented_rows(text: str, row_says: str = "") -> dict[str, str]:
+    """``section.key`` -> its default cell, for every row of a key table under a
+    ``[section]`` heading (only the rows that contain ``row_says``, when given)."""
+    rows: dict[str, str] = {}
     section = ""
     in_table = in_code = False
     for line in text.splitlines():
@@ -175,11 +180,33 @@ def documented_keys(text: str, row_says: str = "") -> set[str]:
         elif line.startswith("| key |"):
             in_table = True
         elif in_table and line.startswith("| `") and row_says in line:
-            key = line.split("|")[1].strip().strip("`").replace("[]", "")
-            keys.add(f"{section}.{key}")
+            cells = [cell.strip() for cell in line.split("|")]
+            rows[f"{section}.{cells[1].strip('`').replace('[]', '')}"] = cells[2]
         elif not line.startswith("|"):
             in_table = False
-    return keys
+    return rows
+
+
+def documented_keys(text: str, row_says: str = "") -> set[str]:
+    return set(documented_rows(text, row_says))
+
+
+def default_problem(field: FieldInfo, cell: str) -> str | None:
+    """Why a documented default is not the model's (None when it is)."""
+    if field.is_required():
+        return None if cell == "required" else f"required, the doc says {cell!r}"
+    if cell == "required":
+        return "the doc says required; the model has a default"
+    default = field.get_default(call_default_factory=False)
+    if default is None or field.default_factory is not None:
+        return None  # "none", or prose: the client id, the system CAs, the paytable's ...
+    value = cell.strip("`")
+    if isinstance(default, bool):
+        return None if value == str(default).lower() else f"default {default}, doc {cell!r}"
+    if isinstance(default, int | float | Decimal):
+        ok = re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", value) and Decimal(value) == Decimal(default)
+        return None if ok else f"default {default}, doc {cell!r}"
+    return None if value == str(default) else f"default {default}, doc {cell!r}"
 
 
 def test_the_key_scan_is_not_vacuous() -> None:
@@ -194,6 +221,22 @@ def test_every_configuration_key_is_documented_and_every_documented_key_exists()
     documented = documented_keys(CONFIG_DOC.read_text())
     assert code - documented == set(), "keys the models accept but docs/configuration.md lacks"
     assert documented - code == set(), "keys docs/configuration.md documents but no model has"
+
+
+def test_every_documented_default_is_the_models() -> None:
+    rows = documented_rows(CONFIG_DOC.read_text())
+    fields = configuration_fields()
+    wrong = {
+        k: why
+        for k, cell in rows.items()
+        if k in fields and (why := default_problem(fields[k], cell))
+    }
+    assert wrong == {}
+    # drift: a changed default is caught, whatever its type
+    assert default_problem(fields["mqtt.keepalive_s"], "16")
+    assert default_problem(fields["metrics.enabled"], "false")
+    assert default_problem(fields["log.level"], "`debug`")
+    assert default_problem(fields["board.port"], "`/dev/ttyUSB0`")
 
 
 def test_a_dropped_or_invented_key_row_is_caught() -> None:
