@@ -5,13 +5,18 @@
   ``# [section] section`` merged into the shipped example; a ``# paytable file``), and so
   are config/progressived.toml and config/keypad.example.toml;
 * every key of every configuration model (recursively, the board driver's too) has a row
-  in docs/configuration.md, and every row names a key of a model;
+  in docs/configuration.md with the model's default, every row names a key of a model, and
+  every key is read by the code unless its row says it is **not read**;
 * every command and flag of ``progressived`` and ``progressivectl`` (their argparse parsers,
   walked) appears in the docs;
 * the example payloads of docs/mqtt.md satisfy the doc's own JSON Schemas, and every kind
   the ledger journals is either published (the schema's enum; tests/test_mqtt_schema.py
   checks every published payload against it) or listed as not published;
-* docs/protocol.md's frame sizes are the codec's constants.
+* docs/protocol.md's frame sizes are the codec's constants;
+* the module paths docs/architecture.md names exist (except where it says *(target)*), and
+  README.md links every doc.
+
+Each check has a companion assertion that feeds it a drifted doc and sees it fail.
 """
 
 from __future__ import annotations
