@@ -16,7 +16,7 @@
 * the module paths docs/architecture.md names exist (except where it says *(target)*), and
   README.md links every doc.
 
-Each check has a companion assertion that feeds it a drifted doc and sees it fail.
+Most checks also feed themselves a drifted doc and assert that they fail.
 """
 
 from __future__ import annotations
