@@ -4,7 +4,10 @@ A Unix-domain socket (mode 0660, owned by the configured group) speaking one JSO
 per line each way. The peer's credentials (``SO_PEERCRED``) are checked too: root, the
 daemon's own user, or a member of the group. Every action that changes state needs an
 operator id and a reason, parameter changes and meter corrections also a second person's
-approval, and each is journaled; refusals are journaled as well.
+approval, and each is journaled. A caller refused for its credentials is journaled
+(``control_refused``); a correction the engine refuses is journaled as
+``command_rejected``; a request the operator desk turns down before that (no operator or
+reason, no second approver, a round open, an invalid file) is answered with the reason only.
 """
 
 from __future__ import annotations

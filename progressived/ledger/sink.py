@@ -2,7 +2,9 @@
 
 ``progressivectl simulate --ledger PATH`` uses it so that simulated rounds are recorded
 exactly as the daemon records real ones: each accepted command's events in one
-transaction, a ``command_rejected`` row for each refused command, ``start`` and ``stop``.
+transaction. It writes nothing else: the ``start`` and ``stop`` rows and a
+``command_rejected`` row for each refused line are journaled by the command itself
+(:mod:`progressived.cli.simulate_cmd`).
 """
 
 from __future__ import annotations
