@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import progressived.ledger.store as store
 from progressived.broker import Mosquitto
 from progressived.control import Peer
 from progressived.daemon.desk import DaemonDesk
+from progressived.ledger import store
 from progressived.operator import OperatorDesk
 from progressived.service import Controller
 from progressived.settings import load_daemon_config
