@@ -176,7 +176,7 @@ def plan_reload(
         "config_digest": new.digest,
         "uid": who["uid"],
     }
-    return ParameterPlan(new, changes, detail)
+    return ParameterPlan(new, changes, detail, str(who["operator"]))
 
 
 def param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:

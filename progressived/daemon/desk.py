@@ -13,7 +13,6 @@ from progressived.daemon.health import Health, check_health
 from progressived.daemon.journal import Journal
 from progressived.daemon.port import DeskStatus, Note, ParameterCheck, ParameterPlan
 from progressived.engine import Command
-from progressived.ledger import LedgerError
 
 log = structlog.get_logger("progressived.operator")
 
@@ -75,24 +74,14 @@ class DaemonDesk:
             if isinstance(plan, str) or not plan.changes:
                 return plan
             detail = dict(plan.detail)
-            try:
-                await j.commit(
-                    j.ledger.record,
-                    "parameter_changed",
-                    detail,
-                    at=j.clock(),
-                    actor=str(detail.get("operator", "")),
-                    round=j.state.round,
-                    outbox=j.system_outbox("parameter_changed", detail),
-                )
-            except LedgerError as exc:
-                return f"not journaled: {exc}"
-            j.config = plan.config
+            why_not = await j.reconfigure_locked(plan.config, detail, actor=plan.actor)
+            if why_not is not None:
+                return why_not
             self._board_input.keypad = self._board_input.new_keypad()
             log.info(
                 "parameters changed",
                 changes=plan.changes,
-                operator=detail.get("operator"),
+                operator=plan.actor,
                 approver=detail.get("approver"),
             )
         j.changed()

@@ -156,16 +156,15 @@ class Journal:
         A ``note`` is journaled with the command's events in one transaction (all or none).
         """
         async with self.lock:
-            return await self.submit_locked(command, idempotency_key, started, note)
+            return await self._submit_locked(command, idempotency_key, started, note)
 
-    async def submit_locked(
+    async def _submit_locked(
         self,
         command: Command,
         idempotency_key: str | None = None,
         started: float | None = None,
         note: Note | None = None,
     ) -> str | None:
-        """:meth:`submit` for a caller that holds :attr:`lock`."""
         # Stamp the note, then the command's time, in journal order now (no await before
         # the write is queued, so no other write can come between).
         note_at = self.journal_clock.stamp(self.clock()) if note is not None else ""
@@ -284,6 +283,27 @@ class Journal:
         self.health.ledger_ok = False
         self.health.last_error = str(exc)
         self.changed()
+
+    async def reconfigure_locked(
+        self, config: DaemonConfig, detail: Mapping[str, Any], *, actor: str
+    ) -> str | None:
+        """Journal ``parameter_changed`` (``detail``), then take ``config``; the caller holds
+        :attr:`lock` and has checked the change. None, or why it was not journaled."""
+        try:
+            await self.commit(
+                self.ledger.record,
+                "parameter_changed",
+                dict(detail),
+                at=self.clock(),
+                actor=actor,
+                round=self.state.round,
+                outbox=self.system_outbox("parameter_changed", detail),
+            )
+        except LedgerError as exc:
+            return f"not journaled: {exc}"
+        self.last_write = time.monotonic()
+        self.config = config
+        return None
 
     # ------------------------------------------------------------- open / close
     async def open(self, version: str) -> None:

@@ -54,6 +54,7 @@ class ParameterPlan:
     config: DaemonConfig
     changes: Mapping[str, Any]
     detail: Mapping[str, Any]
+    actor: str  # the operator who asked
 
 
 ParameterCheck = Callable[[TableState, DaemonConfig], "ParameterPlan | str"]
