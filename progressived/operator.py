@@ -66,7 +66,7 @@ class OperatorDesk:
         }
 
     async def refused(self, peer: Peer, why: str) -> None:
-        await self.port.journal(
+        await self.port.record(
             "control_refused", {"uid": peer.uid, "pid": peer.pid, "reason": why}, actor="system"
         )
 

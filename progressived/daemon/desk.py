@@ -64,7 +64,7 @@ class DaemonDesk:
     async def submit(self, command: Command, *, note: Note | None = None) -> str | None:
         return await self._journal.submit(command, note=note)
 
-    async def journal(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
+    async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
         return await self._journal.record(kind, detail, actor=actor)
 
     async def change_parameters(self, check: ParameterCheck) -> ParameterPlan | str:

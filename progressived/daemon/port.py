@@ -74,7 +74,7 @@ class DeskPort(Protocol):
         """Decide and journal ``command`` (with ``note``, in one transaction): None or why not."""
         ...
 
-    async def journal(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
+    async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
         """Journal (and publish) an operator or system event; False if the ledger is down."""
         ...
 
