@@ -5,13 +5,34 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from drivers import protocol as p
 from progressived.engine.state import Light
 
-if TYPE_CHECKING:
-    from drivers.board_sim import BoardSimulator
+
+class SimulatedBoard(Protocol):
+    """What the command language drives (:class:`drivers.board_sim.BoardSimulator`); a
+    Protocol, so this module and the simulator do not import each other."""
+
+    path: str | None
+
+    @property
+    def lights(self) -> dict[int, Light]: ...
+
+    def _out(self, line: str) -> None: ...
+    def place_bet(self, seat: int) -> None: ...
+    def remove_bet(self, seat: int) -> None: ...
+    def press(self, code: str) -> int: ...
+    def supervisor(self, on: bool) -> None: ...
+    def unplug(self) -> None: ...
+    def replug(self) -> str: ...
+    def freeze(self) -> None: ...
+    def thaw(self) -> None: ...
+    def reboot(self) -> None: ...
+    def inject_noise(self, count: int) -> None: ...
+    def report_error(self, code: int, text: str) -> None: ...
+    def status(self) -> str: ...
 
 
 def format_lights(lights: dict[int, Light]) -> str:
@@ -22,7 +43,7 @@ class SimCommandError(ValueError):
     """A simulator command line that cannot be run."""
 
 
-async def run_sim_command(sim: BoardSimulator, line: str) -> bool:
+async def run_sim_command(sim: SimulatedBoard, line: str) -> bool:
     """Run one command line on ``sim``; returns False for ``quit``. Raises SimCommandError."""
     text = line.split("#", 1)[0].strip()
     if not text:

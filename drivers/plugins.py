@@ -7,21 +7,28 @@ Registered in pyproject.toml under ``progressived.drivers`` (board drivers) and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from drivers.serial_board import BoardSettings, SerialBoardDriver
-from progressived.board import BoardDriver
+from drivers.board_settings import BoardSettings
+from progressived.board import BoardDriver, DriverFactory, DriverSettings
 
 
 class SerialDriverFactory:
-    """``driver = "serial"``: a sensor board on a serial port (USB adapter or UART)."""
+    """``driver = "serial"``: a sensor board on a serial port (USB adapter or UART).
 
-    def validate(self, settings: Mapping[str, Any]) -> BoardSettings:
-        return BoardSettings.model_validate(dict(settings))
+    Validating the settings imports only the settings model; the driver and pyserial are
+    imported when the daemon creates the driver.
+    """
 
-    def create(self, settings: Any) -> BoardDriver:
+    def validate(self, section: Mapping[str, object]) -> BoardSettings:
+        return BoardSettings.model_validate(dict(section))
+
+    def create(self, settings: DriverSettings) -> BoardDriver:
+        if not isinstance(settings, BoardSettings):
+            raise TypeError(f"the serial driver needs BoardSettings, not {type(settings)!r}")
+        from drivers.serial_board import SerialBoardDriver  # noqa: PLC0415 (lazy: pyserial)
+
         driver: BoardDriver = SerialBoardDriver(settings)
         return driver
 
 
-SERIAL = SerialDriverFactory()
+SERIAL: DriverFactory = SerialDriverFactory()

@@ -153,6 +153,15 @@ class _TableCollector(Collector):
             yield win_family
 
         board = src.board_counters()
+        events = CounterMetricFamily(
+            "progressive_board_events",
+            "Board link counters, one series per driver counter.",
+            labels=["table", "counter"],
+        )
+        for name in sorted(board):
+            events.add_metric([table, name.removesuffix("_total")], board[name])
+        yield events
+        # The same counts under their older one-metric-per-counter names (the dashboard's).
         for name in sorted(board):
             metric = name.removesuffix("_total")
             family = CounterMetricFamily(

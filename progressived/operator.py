@@ -8,42 +8,33 @@ before and after), and so is every refusal.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import structlog
+from typing import Any
 
 from progressived.config import ConfigError
 from progressived.control import Peer
-from progressived.engine import AdjustMeter, Command, SetClosed, TransferMeter, accounts
-from progressived.keypad import KeypadInterpreter
-from progressived.ledger import LedgerError
+from progressived.daemon.port import DeskPort, Note, ParameterPlan
+from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.money import MoneyError, cents, display, dollars
 from progressived.mqtt.payloads import meter_state
 from progressived.params import TableParams
-from progressived.settings import load_daemon_config
-
-if TYPE_CHECKING:
-    from progressived.service import Controller
-
-log = structlog.get_logger("progressived.operator")
+from progressived.settings import DaemonConfig, load_daemon_config
 
 OPERATOR_CLOSED = "operator"
 
 
 class OperatorDesk:
-    """Answers control-socket requests for one controller."""
+    """Answers control-socket requests for one table, through the daemon's :class:`DeskPort`."""
 
-    def __init__(self, controller: Controller) -> None:
-        self.c = controller
+    def __init__(self, port: DeskPort) -> None:
+        self.port = port
 
     def status(self) -> dict[str, Any]:
-        c = self.c
-        state = c.state
-        ok, why = c.check_health()
+        s = self.port.status()
+        state = s.state
         return {
-            "table": c.params.table_id,
-            "paytable": c.params.paytable.id,
-            "version": c.version,
+            "table": s.table_id,
+            "paytable": s.paytable_id,
+            "version": s.version,
             "round": state.round,
             "phase": state.phase.value,
             "locked_seats": sorted(state.locked),
@@ -57,29 +48,30 @@ class OperatorDesk:
                     "cents": cents(state.balance(accounts.meter(m))),
                     "reserve_cents": cents(state.balance(accounts.reserve(m))),
                     "overflow_cents": cents(state.balance(accounts.overflow(m))),
-                    "state": meter_state(state, m, c.health.board_online),
+                    "state": meter_state(state, m, s.board_online),
                 }
-                for m in c.params.meter_ids
+                for m in s.meter_ids
             },
-            "board": {"online": c.health.board_online, "counters": dict(c.driver.counters)},
-            "broker": {"connected": c.health.broker_connected},
+            "board": {"online": s.board_online, "counters": dict(s.board_counters)},
+            "broker": {"connected": s.broker_connected},
             "ledger": {
-                "ok": c.health.ledger_ok,
-                "head_seq": c.ledger.head_seq,
-                "path": str(c.config.ledger.path),
-                "error": c.health.last_error if not c.health.ledger_ok else "",
+                "ok": s.ledger_ok,
+                "head_seq": s.head_seq,
+                "path": str(s.ledger_path),
+                "error": s.ledger_error if not s.ledger_ok else "",
             },
-            "healthy": ok,
-            "health": why,
-            "metrics_port": c.metrics_port,
+            "healthy": s.healthy,
+            "health": s.health,
+            "metrics_port": s.metrics_port,
         }
 
     async def refused(self, peer: Peer, why: str) -> None:
-        await self.c.record("control_refused", {"uid": peer.uid, "pid": peer.pid, "reason": why})
+        await self.port.record(
+            "control_refused", {"uid": peer.uid, "pid": peer.pid, "reason": why}, actor="system"
+        )
 
     async def handle(self, request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
         """One control-socket request (see progressived.control)."""
-        c = self.c
         action = str(request.get("action", ""))
         if action == "status":
             return {"ok": True, "status": self.status()}
@@ -88,14 +80,18 @@ class OperatorDesk:
         approver = str(request.get("approver", "")).strip()
         if not operator or not reason:
             return {"ok": False, "error": "an operator id and a reason are required"}
-        now = c.clock()
+        now = self.port.now()
         if action in ("close", "open"):
+            # The operator's action and its effect are journaled in one transaction.
             who = {"operator": operator, "reason": reason, "uid": peer.uid, "pid": peer.pid}
-            if not await c.record(f"operator_{action}", who, actor=operator):
-                return {"ok": False, "error": "the ledger is unavailable"}
             closing = action == "close"
-            await c.apply(SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator))
-            return {"ok": True, "closed": sorted(c.state.closed)}
+            why_not = await self.port.submit(
+                SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator),
+                note=Note(f"operator_{action}", who, operator),
+            )
+            if why_not == "the ledger is unavailable":
+                return {"ok": False, "error": why_not}
+            return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
             return await self.reload_parameters(operator, approver, reason, peer)
         if action in ("adjust", "transfer"):
@@ -123,7 +119,7 @@ class OperatorDesk:
                     actor=operator,
                     at=now,
                 )
-            why_not = await c.submit(command)
+            why_not = await self.port.submit(command)
             if why_not is not None:
                 return {"ok": False, "error": why_not}
             return {"ok": True, "status": self.status()}
@@ -139,59 +135,48 @@ class OperatorDesk:
         set of meters, or sets a limit below a meter's current amount. Journaled with the
         old and new values. Board, MQTT and ledger settings take effect at the next start.
         """
-        c = self.c
         if not approver or approver == operator:
             return {"ok": False, "error": "a second person must approve (two-person control)"}
-        async with c.lock:
-            if c.state.phase.value != "open" or c.state.pending:
-                return {
-                    "ok": False,
-                    "error": "refused while a round is open: reconcile or void it first",
-                }
-            try:
-                new = load_daemon_config(c.config.source)
-            except ConfigError as exc:
-                return {"ok": False, "error": str(exc)}
-            old, params = c.params, new.params
-            if params.table_id != old.table_id:
-                return {"ok": False, "error": "the table id cannot change"}
-            if params.meter_ids != old.meter_ids:
-                return {"ok": False, "error": "the set of meters cannot change while running"}
-            for meter in params.meters:
-                current = c.state.balance(accounts.meter(meter.id))
-                if meter.limit is not None and meter.limit < current:
-                    return {
-                        "ok": False,
-                        "error": f"meter {meter.id}: a limit must be at least the current amount",
-                    }
-            changes = param_changes(old, params)
-            if not changes:
-                return {"ok": True, "changes": {}}
-            detail = {
-                "changes": changes,
-                "operator": operator,
-                "approver": approver,
-                "reason": reason,
-                "config_digest": new.digest,
-                "uid": peer.uid,
-            }
-            try:
-                await c.commit(
-                    c.ledger.record,
-                    "parameter_changed",
-                    detail,
-                    at=c.clock(),
-                    actor=operator,
-                    round=c.state.round,
-                    outbox=c.system_outbox("parameter_changed", detail),
-                )
-            except LedgerError as exc:
-                return {"ok": False, "error": f"not journaled: {exc}"}
-            c.params, c.config = params, new
-            c.keypad = KeypadInterpreter(new.keypad, params.paytable.hand_ids, params.seats)
-            log.info("parameters changed", changes=changes, operator=operator, approver=approver)
-        c.after_change()
-        return {"ok": True, "changes": changes}
+        who = {"operator": operator, "approver": approver, "reason": reason, "uid": peer.uid}
+
+        def check(state: TableState, current: DaemonConfig) -> ParameterPlan | str:
+            return plan_reload(state, current, who)
+
+        plan = await self.port.change_parameters(check)
+        if isinstance(plan, str):
+            return {"ok": False, "error": plan}
+        return {"ok": True, "changes": dict(plan.changes)}
+
+
+def plan_reload(
+    state: TableState, current: DaemonConfig, who: Mapping[str, Any]
+) -> ParameterPlan | str:
+    """The configuration file re-read and checked against the running table, or why not."""
+    if state.phase.value != "open" or state.pending:
+        return "refused while a round is open: reconcile or void it first"
+    try:
+        new = load_daemon_config(current.source)
+    except ConfigError as exc:
+        return str(exc)
+    old, params = current.params, new.params
+    if params.table_id != old.table_id:
+        return "the table id cannot change"
+    if params.meter_ids != old.meter_ids:
+        return "the set of meters cannot change while running"
+    for meter in params.meters:
+        balance = state.balance(accounts.meter(meter.id))
+        if meter.limit is not None and meter.limit < balance:
+            return f"meter {meter.id}: a limit must be at least the current amount"
+    changes = param_changes(old, params)
+    detail = {
+        "changes": changes,
+        "operator": who["operator"],
+        "approver": who["approver"],
+        "reason": who["reason"],
+        "config_digest": new.digest,
+        "uid": who["uid"],
+    }
+    return ParameterPlan(new, changes, detail, str(who["operator"]))
 
 
 def param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:

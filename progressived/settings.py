@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from progressived.board import DriverNotFound, load_driver_factory
+from progressived.board import DriverNotFound, DriverSettings, load_driver_factory
 from progressived.config import ConfigError, format_validation_error, read_toml, table_params_from
 from progressived.keypad import KeypadError, KeypadMap, keypad_from_config
 from progressived.mqtt.settings import MqttSettings
@@ -92,7 +92,7 @@ class DaemonConfig:
     digest: str
     params: TableParams
     driver: str
-    board: Any  # the driver plugin's validated settings
+    board: DriverSettings  # the driver plugin's validated settings
     keypad: KeypadMap
     mqtt: MqttSettings
     ledger: LedgerSection
@@ -128,8 +128,8 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         raise ConfigError(_prefixed(src, "board", exc)) from None
     except ValueError as exc:
         raise ConfigError(f"{src}: board: {exc}") from None
-    board_seats = getattr(board, "seats", None)
-    if isinstance(board_seats, int) and board_seats < params.seats:
+    board_seats = board.seats
+    if board_seats is not None and board_seats < params.seats:
         raise ConfigError(
             f"{src}: board.seats: the board has {board_seats} seats, the table {params.seats}"
         )

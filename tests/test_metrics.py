@@ -81,6 +81,16 @@ async def test_metrics_from_the_running_daemon_pass_promtool(tmp_path: Path) -> 
     assert got[("progressive_board_online", table_label)] == 1
     assert got[("progressive_ledger_ok", table_label)] == 1
     assert got[("progressive_board_good_frames_total", table_label)] > 0
+    # the same board counters as one labelled metric, equal to the per-counter ones
+    board = {
+        dict(labels)["counter"]: value
+        for (name, labels), value in got.items()
+        if name == "progressive_board_events_total"
+    }
+    assert {"good_frames", "crc_errors", "reconnects", "keys"} <= set(board)
+    for counter, value in board.items():
+        assert got[(f"progressive_board_{counter}_total", table_label)] == value
+    assert board["keys"] >= 5
     assert got[("progressive_ledger_commit_seconds_count", table_label)] > 0
     assert got[("progressive_key_to_publish_seconds_count", table_label)] >= 1
     assert not any(name.endswith("_created") for name, _ in got)

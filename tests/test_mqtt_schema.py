@@ -170,12 +170,20 @@ def system_kinds_in_the_source() -> tuple[set[str], set[str], set[str]]:
     silent: set[str] = set()
     for path in sorted((ROOT / "progressived").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            if not isinstance(node, ast.Call):
                 continue
-            name = node.func.attr
-            owner = node.func.value
-            args = node.args
-            if name == "commit" and args and isinstance(args[0], ast.Attribute):
+            if isinstance(node.func, ast.Name) and node.func.id == "Note":
+                # Note(kind, detail, actor): journaled with a command's events, published
+                name, owner, args, has_outbox = "Note", node.func, node.args, True
+            elif not isinstance(node.func, ast.Attribute):
+                continue
+            else:
+                name = node.func.attr
+                owner = node.func.value
+                args = node.args
+            if name == "Note":
+                pass
+            elif name == "commit" and args and isinstance(args[0], ast.Attribute):
                 # c.commit(c.ledger.record, "kind", ..., outbox=...)
                 if args[0].attr != "record":
                     continue

@@ -344,6 +344,10 @@ class Ledger:
         """Group commit: several appends in one transaction (one fsync)."""
         return self._write(batches)
 
+    def transact(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
+        """Appends and records, in this order, in one transaction (one fsync, all or none)."""
+        return self._write(items)
+
     def record(
         self,
         kind: str,

@@ -1,0 +1,88 @@
+"""The daemon's side of the operator desk's port (:class:`progressived.daemon.port.DeskPort`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from progressived.board import BoardDriver
+from progressived.daemon.board_input import BoardInput
+from progressived.daemon.health import Health, check_health
+from progressived.daemon.journal import Journal
+from progressived.daemon.port import DeskStatus, Note, ParameterCheck, ParameterPlan
+from progressived.engine import Command
+
+log = structlog.get_logger("progressived.operator")
+
+
+class DaemonDesk:
+    """Implements :class:`DeskPort` over the journal, the board input and health."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        board_input: BoardInput,
+        driver: BoardDriver,
+        health: Health,
+        *,
+        version: str,
+        metrics_port: Callable[[], int | None],
+    ) -> None:
+        self._journal = journal
+        self._board_input = board_input
+        self._driver = driver
+        self._health = health
+        self._version = version
+        self._metrics_port = metrics_port
+
+    def now(self) -> str:
+        return self._journal.clock()
+
+    def status(self) -> DeskStatus:
+        j, h = self._journal, self._health
+        ok, why = check_health(h, j.config.watchdog)
+        return DeskStatus(
+            table_id=j.params.table_id,
+            paytable_id=j.params.paytable.id,
+            version=self._version,
+            state=j.state,
+            meter_ids=tuple(j.params.meter_ids),
+            board_online=h.board_online,
+            board_counters=dict(self._driver.counters),
+            broker_connected=h.broker_connected,
+            ledger_ok=h.ledger_ok,
+            ledger_error=h.last_error,
+            head_seq=j.ledger.head_seq,
+            ledger_path=j.config.ledger.path,
+            healthy=ok,
+            health=why,
+            metrics_port=self._metrics_port(),
+        )
+
+    async def submit(self, command: Command, *, note: Note | None = None) -> str | None:
+        return await self._journal.submit(command, note=note)
+
+    async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
+        return await self._journal.record(kind, detail, actor=actor)
+
+    async def change_parameters(self, check: ParameterCheck) -> ParameterPlan | str:
+        j = self._journal
+        async with j.lock:
+            plan = check(j.state, j.config)
+            if isinstance(plan, str) or not plan.changes:
+                return plan
+            detail = dict(plan.detail)
+            why_not = await j.reconfigure_locked(plan.config, detail, actor=plan.actor)
+            if why_not is not None:
+                return why_not
+            self._board_input.keypad = self._board_input.new_keypad()
+            log.info(
+                "parameters changed",
+                changes=plan.changes,
+                operator=plan.actor,
+                approver=detail.get("approver"),
+            )
+        j.changed()
+        return plan

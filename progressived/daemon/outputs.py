@@ -1,0 +1,91 @@
+"""What the table shows: seat lights on the board, meter payloads for the signs.
+
+Redrawn after every journaled change (:attr:`Journal.changed`); also the publisher's hooks,
+which report the broker link and time key press -> publish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import structlog
+
+from progressived.board import BoardDriver
+from progressived.daemon.health import Health
+from progressived.daemon.journal import Journal
+from progressived.engine import lights
+from progressived.engine.state import Light
+from progressived.mqtt.payloads import meter_payload, meter_state, meter_units
+from progressived.mqtt.publisher import SignPublisher
+
+log = structlog.get_logger("progressived")
+
+
+class Outputs:
+    """Lights and meters, drawn from the journal's state and the ledger's health."""
+
+    def __init__(
+        self, journal: Journal, publisher: SignPublisher, driver: BoardDriver, health: Health
+    ) -> None:
+        self.journal = journal
+        self.publisher = publisher
+        self.driver = driver
+        self.health = health
+        self._lights: dict[int, Light] | None = None
+
+    def redraw(self) -> None:
+        """Meter payloads for every meter, and the lights if they changed."""
+        j = self.journal
+        params, state = j.params, j.state
+        head = j.ledger.head_seq
+        for meter in params.meters:
+            shown_state = meter_state(state, meter.id, self.health.board_online)
+            if not self.health.ledger_ok:
+                shown_state = "closed"
+            self.publisher.set_meter(
+                meter.id,
+                meter_payload(
+                    table_id=params.table_id,
+                    meter_id=meter.id,
+                    units=meter_units(state, meter.id),
+                    seq=head,
+                    state=shown_state,
+                    ts=j.clock(),
+                ),
+            )
+        self.publisher.wake()
+        shown = lights(state, params.seats)
+        if not self.health.ledger_ok and state.phase.value == "open":
+            shown = dict.fromkeys(shown, Light.CLOSED)
+        if shown != self._lights:
+            self._lights = shown
+            task = asyncio.get_running_loop().create_task(self.driver.set_lights(shown))
+            task.add_done_callback(log_task_error)
+
+    def resend_lights(self) -> None:
+        """The board (re)connected: it shows nothing until told again."""
+        self._lights = None
+        self.redraw()
+
+    # ------------------------------------------------------------- publisher hooks
+    def broker_up(self, up: bool) -> None:
+        self.health.broker_connected = up
+
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
+        j = self.journal
+        started = j.key_started.pop(seq, None)
+        if started is not None and j.metrics is not None:
+            j.metrics.key_to_publish.labels(j.params.table_id).observe(
+                time.perf_counter() - started
+            )
+        j.notify("published", {"topic": topic, "seq": seq, "first_seen": first_seen})
+
+
+def log_task_error(task: asyncio.Future[Any]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("task failed", task=getattr(task, "get_name", lambda: "?")(), error=repr(exc))

@@ -1,0 +1,84 @@
+"""The operator desk's narrow port into the daemon: what it may ask, and nothing more.
+
+The desk (:mod:`progressived.operator`) submits commands, journals operator events and
+reads a status snapshot through :class:`DeskPort`; it never touches the composed daemon's
+fields. Only types live here, so the desk and the daemon both depend on this module and not
+on each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from progressived.engine import Command, TableState
+from progressived.settings import DaemonConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """An operator or system event journaled in the same transaction as a command."""
+
+    kind: str
+    detail: Mapping[str, Any]
+    actor: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeskStatus:
+    """A read-only snapshot of the table for ``status``."""
+
+    table_id: str
+    paytable_id: str
+    version: str
+    state: TableState
+    meter_ids: tuple[str, ...]
+    board_online: bool
+    board_counters: Mapping[str, int]
+    broker_connected: bool
+    ledger_ok: bool
+    ledger_error: str
+    head_seq: int
+    ledger_path: Path
+    healthy: bool
+    health: str
+    metrics_port: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterPlan:
+    """New parameters checked against the running table: what changes, what is journaled."""
+
+    config: DaemonConfig
+    changes: Mapping[str, Any]
+    detail: Mapping[str, Any]
+    actor: str  # the operator who asked
+
+
+ParameterCheck = Callable[[TableState, DaemonConfig], "ParameterPlan | str"]
+"""Given the current state and configuration (under the journal's lock): a plan, or why not."""
+
+
+class DeskPort(Protocol):
+    """What the operator desk may do to the daemon."""
+
+    def now(self) -> str:
+        """The time for a new command (UTC, ISO 8601)."""
+        ...
+
+    def status(self) -> DeskStatus: ...
+
+    async def submit(self, command: Command, *, note: Note | None = None) -> str | None:
+        """Decide and journal ``command`` (with ``note``, in one transaction): None or why not."""
+        ...
+
+    async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
+        """Journal (and publish) an operator or system event; False if the ledger is down."""
+        ...
+
+    async def change_parameters(self, check: ParameterCheck) -> ParameterPlan | str:
+        """Run ``check`` under the journal's lock; journal and apply its plan if it changes
+        anything. Returns the plan, or why not."""
+        ...

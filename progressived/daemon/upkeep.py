@@ -1,0 +1,104 @@
+"""Health upkeep: WAL checkpoints and ledger retries, the systemd watchdog, the metrics view."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+
+import structlog
+
+from progressived.board import BoardDriver
+from progressived.daemon.health import Health, check_health
+from progressived.daemon.journal import Journal
+from progressived.engine import TableState
+from progressived.ledger import LedgerError
+from progressived.metrics import HitCounts
+from progressived.systemd import Notifier
+
+log = structlog.get_logger("progressived")
+
+
+async def housekeeping(journal: Journal, health: Health) -> None:
+    """Checkpoint the WAL when idle; retry an unavailable ledger; beat for the watchdog."""
+    while True:
+        await asyncio.sleep(1.0)
+        health.loop_beat = time.monotonic()
+        if not health.ledger_ok:
+            await journal.retry()
+            continue
+        idle = time.monotonic() - journal.last_write
+        if idle >= journal.config.ledger.checkpoint_idle_s:
+            with contextlib.suppress(LedgerError):
+                await journal.db(journal.ledger.checkpoint)
+            journal.last_write = time.monotonic()
+
+
+async def watchdog(journal: Journal, health: Health, notifier: Notifier) -> None:
+    """Ping systemd's watchdog only while healthy; say why when not."""
+    interval = notifier.watchdog_interval_s
+    if interval is None:
+        return
+    was_ok = True
+    while True:
+        ok, why = check_health(health, journal.config.watchdog)
+        if ok:
+            notifier.watchdog()
+        if ok != was_ok:
+            notifier.status("healthy" if ok else f"unhealthy: {why}")
+            (log.info if ok else log.error)("health", healthy=ok, reason=why)
+            was_ok = ok
+        await asyncio.sleep(min(interval, 1.0))
+
+
+class MetricsView:
+    """The daemon as the metrics collector sees it (read from the HTTP thread; the state is
+    immutable, so reading the current reference is safe)."""
+
+    def __init__(self, journal: Journal, health: Health, driver: BoardDriver, version: str):
+        self.journal = journal
+        self._health = health
+        self.driver = driver
+        self.version = version
+
+    def table_id(self) -> str:
+        return self.journal.params.table_id
+
+    def meter_ids(self) -> Sequence[str]:
+        return self.journal.params.meter_ids
+
+    def state(self) -> TableState:
+        return self.journal.state
+
+    def info(self) -> dict[str, str]:
+        config = self.journal.config
+        return {
+            "version": self.version,
+            "paytable": config.params.paytable.id,
+            "config_digest": config.digest[:16],
+        }
+
+    def hit_counts(self) -> HitCounts:
+        return self.journal.hits
+
+    def board_counters(self) -> Mapping[str, int]:
+        return dict(self.driver.counters)
+
+    def health(self) -> Sequence[tuple[str, str, bool]]:
+        h = self._health
+        ok, _ = check_health(h, self.journal.config.watchdog)
+        return [
+            ("board_online", "The sensor board is online.", h.board_online),
+            ("broker_connected", "Connected to the MQTT broker.", h.broker_connected),
+            ("ledger_ok", "The ledger accepts writes.", h.ledger_ok),
+            (
+                "table_open",
+                "The progressive is open (LOCK accepted).",
+                not self.journal.state.closed and h.ledger_ok,
+            ),
+            ("healthy", "The watchdog is being pinged.", ok),
+        ]
+
+    def head_seq(self) -> int:
+        return self.journal.ledger.head_seq

@@ -1,0 +1,85 @@
+"""The operator desk reaches the daemon only through its port; close/open is one transaction."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from progressived.broker import Mosquitto
+from progressived.control import Peer
+from progressived.daemon.desk import DaemonDesk
+from progressived.ledger import store
+from progressived.operator import OperatorDesk
+from progressived.service import Controller
+from progressived.settings import load_daemon_config
+from tests.conftest import ROOT
+from tests.daemon_harness import init_ledger, write_config
+from tests.test_crash_only import BrokenBoard
+
+
+def test_the_desk_imports_only_the_port_from_the_daemon() -> None:
+    tree = ast.parse((ROOT / "progressived" / "operator.py").read_text())
+    daemon_imports = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith(("progressived.daemon", "progressived.service"))
+    }
+    assert daemon_imports == {"progressived.daemon.port"}
+
+
+async def test_operator_close_and_open_are_each_one_ledger_transaction(
+    tmp_path: Path, mosquitto: Mosquitto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config(tmp_path, mosquitto, tmp_path / "no-board")
+    init_ledger(path)
+    config = load_daemon_config(path)
+    controller = Controller(config, driver=BrokenBoard())
+    await controller.start()
+    desk = OperatorDesk(
+        DaemonDesk(
+            controller.journal,
+            controller.board_input,
+            controller.driver,
+            controller.health,
+            version="test",
+            metrics_port=lambda: None,
+        )
+    )
+    commits = 0
+    real_commit = store.commit
+
+    def counting_commit(*args: object, **kwargs: object) -> None:
+        nonlocal commits
+        commits += 1
+        real_commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "commit", counting_commit)
+    peer = Peer(uid=0, gid=0, pid=1)
+    head = controller.ledger.head_seq
+    answer = await desk.handle(
+        {"action": "close", "operator": "ops-7", "reason": "pit closed"}, peer
+    )
+    assert answer == {"ok": True, "closed": sorted({"board offline", "operator"})}
+    assert commits == 1
+    answer = await desk.handle({"action": "open", "operator": "ops-7", "reason": "reopen"}, peer)
+    assert answer["ok"] is True and "operator" not in answer["closed"]
+    assert commits == 2
+    await controller.db(controller.ledger.close)
+    controller.journal.close_thread()
+
+    with sqlite3.connect(config.ledger.path) as conn:
+        rows = conn.execute(
+            "SELECT kind, category, actor, data FROM journal WHERE seq > ? ORDER BY seq", (head,)
+        ).fetchall()
+    kinds = [(kind, category, actor) for kind, category, actor, _ in rows]
+    # The operator's action, then its effect, adjacent: written together.
+    assert kinds[0] == ("operator_close", "operator", "ops-7")
+    assert kinds[1][1:] == ("engine", "ops-7")
+    assert json.loads(rows[0][3])["reason"] == "pit closed"
+    assert ("operator_open", "operator", "ops-7") in kinds
