@@ -344,6 +344,8 @@ def journaled_system_kinds() -> set[str]:
             args = list(node.args)
             if isinstance(node.func, ast.Attribute) and node.func.attr == "record" and args:
                 candidates = [args[0]]
+            elif isinstance(node.func, ast.Name) and node.func.id == "Note" and args:
+                candidates = [args[0]]  # Note(kind, ...): journaled with a command's events
             else:  # db(ledger.record, "kind", ...), commit(ledger.record, "kind", ...)
                 candidates = [
                     args[i + 1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import os
 import signal
 import socket
@@ -27,8 +28,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from progressived import __version__
 from progressived.broker import Mosquitto
-from progressived.cli.daemon import main as progressived_main
+from progressived.clock import utc_now
+from progressived.ledger import Ledger
+from progressived.settings import load_daemon_config
 from progressived.testing.board import BoardFactory, PtyBoard
 from progressived.testing.config import RigConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
@@ -39,11 +43,18 @@ PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
 def init_ledger(config: Path, operator: str = "test-harness") -> None:
-    """``progressived init --config FILE`` (in this process: no interpreter start-up); the
-    daemon refuses a missing ledger."""
-    code = progressived_main(["init", "--config", str(config), "--operator", operator])
-    if code != 0:
-        raise RuntimeError(f"progressived init --config {config} exited {code}")
+    """What ``progressived init --config FILE --operator ID`` does, in this process (no
+    interpreter start-up; the rig sits below the command line, which imports it for the
+    demo): the daemon refuses a missing ledger."""
+    loaded = load_daemon_config(config)
+    created_by = {"operator": operator, "os_user": getpass.getuser()}
+    Ledger.create(
+        loaded.ledger.path,
+        loaded.params,
+        at=utc_now(),
+        software=f"progressived {__version__}",
+        created_by=created_by,
+    ).close()
 
 
 class NotifySocket:
