@@ -8,7 +8,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from drivers import protocol as p
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 if TYPE_CHECKING:
     from drivers.board_sim import BoardSimulator

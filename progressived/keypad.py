@@ -45,7 +45,7 @@ from progressived.engine.commands import (
     SamePlayer,
     Void,
 )
-from progressived.paytable import Hand
+from progressived.paytable_model import Hand
 
 MAX_SEATS = 12
 _CODE_RE = re.compile(r"^[!-~]{1,16}$")  # printable ASCII, no spaces (the wire allows 16)

@@ -42,10 +42,8 @@ from progressived.engine import (
     SetClosed,
     TableState,
     decide,
-    lights,
 )
 from progressived.engine.events import Event
-from progressived.engine.state import Light
 from progressived.keypad import KeypadInterpreter, OutcomeKind
 from progressived.ledger import (
     JournalRow,
@@ -55,6 +53,7 @@ from progressived.ledger import (
     OutboxMessage,
     reports,
 )
+from progressived.lights import Light, lights
 from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import (
     Topics,
