@@ -94,7 +94,7 @@ def _answered(state: TableState, command: MeterAnswered) -> Decision:
     after = state
     for event in command.events:
         folded = evolve(after, event)
-        if len(folded.awaiting) != len(after.awaiting) - 1:
+        if folded.awaiting == after.awaiting:
             return Rejected(
                 f"the meter answered {event.kind} at seat {event.seat}, which the round "
                 "did not ask for",

@@ -82,9 +82,16 @@ def _answers(request: MeterRequest, event: Event) -> bool:
 
 
 def _answered(state: TableState, event: Event) -> TableState:
+    """``state`` without the request ``event`` answers (a split group: without that claim)."""
     for index, request in enumerate(state.awaiting):
         if _answers(request, event):
-            return replace(state, awaiting=state.awaiting[:index] + state.awaiting[index + 1 :])
+            rest: tuple[MeterRequest, ...] = ()
+            if isinstance(request, ReserveAwards):
+                hand = getattr(event, "hand", None)
+                claims = tuple(c for c in request.claims if (c.seat, c.hand) != (event.seat, hand))
+                rest = (replace(request, claims=claims),) if claims else ()
+            awaiting = (*state.awaiting[:index], *rest, *state.awaiting[index + 1 :])
+            return replace(state, awaiting=awaiting)
     return state
 
 

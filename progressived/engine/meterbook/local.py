@@ -27,7 +27,7 @@ class LocalMeterBook:
     def answer(
         self, params: TableParams, state: TableState, request: MeterRequest, at: str
     ) -> tuple[Event, ...]:
-        round_no = state.round
+        round_no = request.round
         match request:
             case Contribute(seat=seat, units=units, count=count):
                 postings = contribution(params, state.balances, count)

@@ -176,14 +176,18 @@ def reprice(
     while keep > 0 and keep < len(new_flat) and new_flat[keep][2] == new_flat[keep - 1][2]:
         keep -= 1
     steps: list[Step] = [
-        VoidAward(award=award, reason=reasons.get((award.seat, award.hand), "repriced"))
+        VoidAward(
+            round=state.round, award=award, reason=reasons.get((award.seat, award.hand), "repriced")
+        )
         for award in reversed(old[keep:])
     ]
     start = 0
     for group in groups:
         if start >= keep:
             claims = tuple(_claim(params, seat, hand) for seat, hand in group)
-            steps.append(ReserveAwards(claims=claims, first_order=confirmed + start))
+            steps.append(
+                ReserveAwards(round=state.round, claims=claims, first_order=confirmed + start)
+            )
         start += len(group)
     return tuple(steps)
 
@@ -209,7 +213,7 @@ def confirm(params: TableParams, state: TableState, cmd: Confirm) -> Rejected | 
             by=cmd.actor,
         )
         return (approval,)
-    return (PostAward(award=award, by=cmd.actor),)
+    return (PostAward(round=state.round, award=award, by=cmd.actor),)
 
 
 def reject(params: TableParams, state: TableState, cmd: Reject) -> Rejected | Plan:

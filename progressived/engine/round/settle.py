@@ -29,7 +29,7 @@ def _pay_approved(state: TableState) -> list[Step]:
     """Split policy: the approved awards, now final, posted (paid by an attendant)."""
     by = {(seat, hand): who for seat, hand, who in state.approved}
     return [
-        PostAward(award=award, by=by[(award.seat, award.hand)])
+        PostAward(round=state.round, award=award, by=by[(award.seat, award.hand)])
         for award in state.awards
         if (award.seat, award.hand) in by
     ]
@@ -125,7 +125,7 @@ def void(params: TableParams, state: TableState, cmd: Void) -> Rejected | Plan:
     reasons = {(a.seat, a.hand): "voided" for a in state.pending}
     steps: list[Step] = list(reprice(params, state, [], cmd.at, reasons))
     steps += [
-        RefundContribution(seat=seat, units=params.wager_units, receipt=postings)
+        RefundContribution(round=state.round, seat=seat, units=params.wager_units, receipt=postings)
         for seat, postings in reversed(state.wager_postings)
     ]
     steps.append(RoundVoided(at=cmd.at, round=state.round, by=cmd.actor))

@@ -47,7 +47,7 @@ def lock(params: TableParams, state: TableState, cmd: Lock) -> Rejected | Plan:
         return Rejected(f"the progressive is closed ({why}): LOCK refused", "closed", state)
     seats = sorted(state.sensed)
     steps: list[Step] = [RoundLocked(at=cmd.at, round=state.round, seats=tuple(seats))]
-    steps += [Contribute(seat=seat, units=params.wager_units) for seat in seats]
+    steps += [Contribute(round=state.round, seat=seat, units=params.wager_units) for seat in seats]
     return tuple(steps)
 
 
