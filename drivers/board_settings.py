@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
 from progressived.config import ConfigError, format_validation_error
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 
 class BoardSettings(BaseModel):

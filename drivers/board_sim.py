@@ -19,7 +19,7 @@ from pathlib import Path
 
 from drivers import protocol as p
 from drivers.board_sim_script import SimCommandError, format_lights, run_sim_command
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 SIM_COMMANDS_HELP = """\
 bet SEAT | place SEAT     a progressive wager appears on SEAT's sensor

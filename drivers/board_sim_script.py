@@ -8,7 +8,7 @@ import shlex
 from typing import Protocol
 
 from drivers import protocol as p
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 
 class SimulatedBoard(Protocol):

@@ -59,7 +59,7 @@ CONTROLLER_TYPES = frozenset(t for t in MsgType if t & CONTROLLER_BIT)
 
 
 class LightCode(enum.IntEnum):
-    """Light patterns on the wire (same names as ``progressived.engine.state.Light``)."""
+    """Light patterns on the wire (same names as ``progressived.lights.Light``)."""
 
     IDLE = 0  # idle / attract
     BET = 1  # a wager is on the sensor

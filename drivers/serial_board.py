@@ -35,7 +35,7 @@ from drivers.board_settings import (
     light_codes,
 )
 from drivers.wire_log import DriverLog
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 __all__ = [
     "DRIVER_COUNTERS",

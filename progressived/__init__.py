@@ -2,10 +2,9 @@
 
 The package is layered so that data flows one way, board -> engine -> ledger -> outbox -> signs:
 
-* ``progressived.engine`` is pure: no I/O, no clock, no randomness (tests/test_layering.py
-  checks its imports, transitively); so are ``progressived.money`` and
-  ``progressived.params``. The paytable and keypad *models* it uses are plain data; reading
-  their files is an adapter's job.
+* ``progressived.money``, ``progressived.paytable_model``, ``progressived.params``,
+  ``progressived.keypad`` (the interpreter) and ``progressived.engine`` are pure: no I/O, no
+  clock, no randomness (tests/test_layering.py follows their imports transitively).
 * everything else is an adapter around that core (docs/architecture.md).
 """
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 ENTRY_POINT_GROUP = "progressived.drivers"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from progressived.money import UNITS_PER_CENT, UNITS_PER_DOLLAR, display, display_exact
-from progressived.paytable import Paytable
+from progressived.paytable_model import Paytable
 
 
 class AboveLimit(enum.StrEnum):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from progressived.board import DriverNotFound, DriverSettings, load_driver_factory
 from progressived.config import ConfigError, format_validation_error, read_toml, table_params_from
-from progressived.keypad import KeypadError, KeypadMap, keypad_from_config
+from progressived.keypad_map import KeypadError, KeypadMap, keypad_from_config
 from progressived.mqtt.settings import MqttSettings
 from progressived.params import TableParams
 

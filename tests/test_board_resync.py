@@ -19,7 +19,7 @@ from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported
 from drivers.board_sim import BoardSimulator
 from drivers.serial_board import BoardSettings, SerialBoardDriver
 from drivers.wire_log import WireErrorLog, hex_sample
-from progressived.engine.state import Light
+from progressived.lights import Light
 from tests.test_serial_driver import HB, Rig, make_rig, until
 
 

@@ -16,8 +16,10 @@ from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported,
 from drivers.board_sim import BoardSimulator, SimCommandError
 from drivers.serial_board import BoardSettings, SerialBoardDriver
 from progressived.engine import Command, Sensors, TableState, decide, initial_state
-from progressived.engine.state import Light, Phase, lights
-from progressived.keypad import KeypadInterpreter, KeypadMap, OutcomeKind
+from progressived.engine.state import Phase
+from progressived.keypad import KeypadInterpreter, OutcomeKind
+from progressived.keypad_map import KeypadMap
+from progressived.lights import Light, lights
 from progressived.params import MeterParams, TableParams
 from progressived.paytable import find_paytable
 

@@ -21,15 +21,8 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.state import Phase
-from progressived.keypad import (
-    KeyOutcome,
-    KeypadError,
-    KeypadInterpreter,
-    KeypadMap,
-    OutcomeKind,
-    keypad_from_config,
-    load_keypad,
-)
+from progressived.keypad import KeyOutcome, KeypadError, KeypadInterpreter, OutcomeKind
+from progressived.keypad_map import KeypadMap, keypad_from_config, load_keypad
 from progressived.params import MeterParams, TableParams
 from progressived.paytable import find_paytable
 

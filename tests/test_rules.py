@@ -6,7 +6,8 @@ PA = the Pennsylvania Three Card Poker rack card. Texts in ../shared/rules/.
 
 from __future__ import annotations
 
-from progressived.engine import Light, Lock, Sensors, lights
+from progressived.engine import Lock, Sensors
+from progressived.lights import Light, lights
 from tests.helpers import CENT, DOLLAR, fresh, meter, pays, reserve, run, sim, table
 
 

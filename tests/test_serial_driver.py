@@ -32,7 +32,7 @@ from drivers.base import (
 from drivers.board_sim import BoardSimulator
 from drivers.serial_board import BoardSettings, SerialBoardDriver, board_settings_from_config
 from progressived.config import ConfigError
-from progressived.engine.state import Light
+from progressived.lights import Light
 
 HB = 0.05
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")

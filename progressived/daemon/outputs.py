@@ -15,8 +15,7 @@ import structlog
 from progressived.board import BoardDriver
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
-from progressived.engine import lights
-from progressived.engine.state import Light
+from progressived.lights import Light, lights
 from progressived.mqtt.payloads import meter_payload, meter_state, meter_units
 from progressived.mqtt.publisher import SignPublisher
 

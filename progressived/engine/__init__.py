@@ -4,6 +4,11 @@
 state after them, or a rejection with a reason and the state unchanged. ``evolve`` folds one
 event into a state, so a state is always the replay of its events: that is how the ledger
 rebuilds a round in progress after a crash.
+
+Two aggregates behind one facade: the round (:mod:`progressived.engine.round`, one table's
+state machine) and the meter book (:mod:`progressived.engine.meterbook`, the meters'
+money), joined by the meter port (:mod:`progressived.engine.meter_port`). The board's
+lights are not engine vocabulary: see :mod:`progressived.lights`.
 """
 
 from progressived.engine.commands import (
@@ -23,9 +28,12 @@ from progressived.engine.commands import (
 )
 from progressived.engine.core import Accepted, Decision, Rejected, decide, evolve, initial_state
 from progressived.engine.events import Event, Posting, event_from_dict, event_to_dict
-from progressived.engine.state import Light, Phase, TableState, lights
+from progressived.engine.meter_port import MeterAnswered, MeterPort, MeterRequest
+from progressived.engine.meterbook import LOCAL_BOOK, LocalMeterBook
+from progressived.engine.state import Phase, TableState
 
 __all__ = [
+    "LOCAL_BOOK",
     "Accepted",
     "AdjustMeter",
     "Command",
@@ -33,9 +41,12 @@ __all__ = [
     "Decision",
     "Event",
     "KeyHand",
-    "Light",
     "LinkedWagers",
+    "LocalMeterBook",
     "Lock",
+    "MeterAnswered",
+    "MeterPort",
+    "MeterRequest",
     "Phase",
     "Posting",
     "Reconcile",
@@ -52,5 +63,4 @@ __all__ = [
     "event_to_dict",
     "evolve",
     "initial_state",
-    "lights",
 ]

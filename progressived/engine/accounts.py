@@ -15,6 +15,9 @@ part, summed over the table's meters (a wager may contribute to several levels).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from progressived.engine.events import Posting, Postings
 
 WAGERS = "wagers"  # wagers collected at this table (source)
 LINKED_WAGERS = "linked_wagers"  # wagers collected at linked tables for this meter (source)
@@ -74,3 +77,19 @@ def identity_gap(balances: Mapping[str, int], meter_ids: Iterable[str]) -> int:
     held = sum(balances.get(account, 0) for m in ids for account in holders(m))
     paid = sum(balances.get(paid_attendant(m), 0) for m in ids)
     return funded + contributed - held - paid
+
+
+def post(balances: Mapping[str, int], postings: Iterable[Posting]) -> Mapping[str, int]:
+    """``balances`` with ``postings`` added (a new read-only mapping; the input is unchanged)."""
+    postings = tuple(postings)
+    if not postings:
+        return balances
+    out = dict(balances)
+    for posting in postings:
+        out[posting.account] = out.get(posting.account, 0) + posting.units
+    return MappingProxyType(out)
+
+
+def reverse(postings: Postings) -> Postings:
+    """The exact reverse of ``postings`` (last leg first)."""
+    return tuple(Posting(p.account, -p.units) for p in reversed(postings))

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from itertools import combinations_with_replacement, product
 
 from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
-from progressived.paytable import Cards, Hand, Paytable
+from progressived.paytable_model import Cards, Hand, Paytable
 
 _PLAIN: dict[str, tuple[Hand, ...]] = {
     "straight-flush": (Hand.STRAIGHT_FLUSH,),

@@ -1,4 +1,10 @@
-"""The engine's state: immutable, rebuilt by folding events (see ``core.evolve``)."""
+"""The engine's state: immutable, rebuilt by folding events (see ``core.evolve``).
+
+One record holds both aggregates' state, since one ledger journals them: the round's
+(phase, seats, keyed hands, award receipts, requests awaiting the meter) and the local
+meter book's (``balances``, ``opened``). The board's lights are computed from it outside
+the engine (:mod:`progressived.lights`).
+"""
 
 from __future__ import annotations
 
@@ -8,24 +14,17 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from progressived.engine.events import Postings
+from progressived.engine.meter_port import ReserveAwards
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from progressived.engine.meter_port import MeterRequest
 
 
 class Phase(enum.StrEnum):
     OPEN = "open"  # taking bets; LOCK starts the round
     LOCKED = "locked"  # wagers locked, cards out; keying winners
-
-
-class Light(enum.StrEnum):
-    """The light a seat's sensor shows. Contract with the board protocol."""
-
-    IDLE = "idle"
-    BET = "bet"
-    LOCKED = "locked"
-    WINNER = "winner"
-    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +72,9 @@ class TableState:
     opened: frozenset[str] = frozenset()  # meters funded
     # Split policy: awards the supervisor approved, paid at RECONCILE: (seat, hand, by).
     approved: tuple[tuple[int, str, str], ...] = ()
+    # Meter requests the meter book has not answered yet (a deferred meter port only; the
+    # local book answers at once, so this is always empty there).
+    awaiting: tuple[MeterRequest, ...] = ()
 
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)
@@ -100,23 +102,19 @@ class TableState:
                 return group
         return frozenset({seat})
 
+    @property
+    def claims_awaiting_meter(self) -> tuple[tuple[int, str], ...]:
+        """Meter hands keyed but not yet priced by the meter book: pending, not payable."""
+        return tuple(
+            (c.seat, c.hand)
+            for r in self.awaiting
+            if isinstance(r, ReserveAwards)
+            for c in r.claims
+        )
+
     def winner_seats(self) -> frozenset[int]:
-        return frozenset(k.seat for k in self.keyed) | frozenset(a.seat for a in self.awards)
-
-
-def lights(state: TableState, seats: int) -> dict[int, Light]:
-    """The light every seat should show in this state (a pure function of the state)."""
-    out: dict[int, Light] = {}
-    winners = state.winner_seats()
-    for seat in range(1, seats + 1):
-        if state.closed and state.phase is Phase.OPEN:
-            out[seat] = Light.CLOSED
-        elif state.phase is Phase.OPEN:
-            out[seat] = Light.BET if seat in state.sensed else Light.IDLE
-        elif seat in winners:
-            out[seat] = Light.WINNER
-        elif seat in state.locked:
-            out[seat] = Light.LOCKED
-        else:
-            out[seat] = Light.IDLE
-    return out
+        """Seats keyed this round: tray hands, priced awards and claims awaiting the meter."""
+        claimed = frozenset(seat for seat, _ in self.claims_awaiting_meter)
+        return (
+            frozenset(k.seat for k in self.keyed) | frozenset(a.seat for a in self.awards) | claimed
+        )

@@ -1,0 +1,130 @@
+"""The meter port: what the round asks of a meter book, and how the answers come back.
+
+The round never touches meter accounts. Where today's rules move money on a meter it
+emits a *meter request* instead -- contribute a seat's wager, reserve an award (a claim,
+alone or as a split group), post it (pay it), void it (reverse the reservation), refund a
+contribution -- and the meter book answers each with the events that record the result
+(``WagerLocked``, ``AwardKeyed``, ``AwardConfirmed``, ``AwardReversed``,
+``WagerRefunded``), postings included.
+
+Two-phase award: a reserved award already sits in an account (``award_pending:<meter>``)
+until it is posted (paid) or voided (reversed).
+
+A :class:`MeterPort` answers a request at once (the local meter book: same process, same
+ledger transaction) or later (``None``: the round records a :class:`MeterRequested` and
+waits; the answer arrives as a :class:`MeterAnswered` command). Waiting is a normal state
+of the round (``TableState.awaiting``): a claim keyed but not yet priced is not payable,
+RECONCILE, CONFIRM, REJECT, VOID and keying a meter hand refuse while the meter has not
+answered. A deferred adapter's events (``meter_requested``) are not journaled by today's
+ledger: they come with the linked meter (issue 13).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from progressived.engine.events import Event, Postings
+
+if TYPE_CHECKING:
+    from progressived.engine.state import MeterAward, TableState
+    from progressived.params import TableParams
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Contribute:
+    """Post the contributions of ``count`` wagers locked at ``seat`` (id ``round:seat``)."""
+
+    round: int  # the round the request belongs to (part of its id)
+
+    seat: int
+    units: int
+    count: int = 1
+
+    @property
+    def contribution_id(self) -> str:
+        return f"{self.round}:{self.seat}"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A meter hand keyed at a seat: with the request's round, its id is ``round:seat:hand``."""
+
+    seat: int
+    hand: str
+    meter: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReserveAwards:
+    """Price and reserve a group of claims on the meter as it stands (one claim, or a split
+    group sharing what one claim would receive). ``first_order`` is the first claim's place
+    in the round's recorded order."""
+
+    round: int  # the round the request belongs to (part of its id)
+
+    claims: tuple[Claim, ...]
+    first_order: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostAward:
+    """Pay a reserved award (pending -> paid by an attendant), confirmed by ``by``."""
+
+    round: int  # the round the request belongs to (part of its id)
+
+    award: MeterAward
+    by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoidAward:
+    """Reverse a reserved award exactly (``reason``: unkeyed, rejected, repriced, voided)."""
+
+    round: int  # the round the request belongs to (part of its id)
+
+    award: MeterAward
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefundContribution:
+    """VOID: reverse the contribution the book recorded for ``seat`` (its receipt)."""
+
+    round: int  # the round the request belongs to (part of its id)
+
+    seat: int
+    units: int
+    receipt: Postings
+
+
+MeterRequest = Contribute | ReserveAwards | PostAward | VoidAward | RefundContribution
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeterRequested(Event):
+    """The round asked the meter book and is waiting for its answer (deferred adapters only)."""
+
+    kind: ClassVar[str] = "meter_requested"
+    request: MeterRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeterAnswered:
+    """The meter book's late answer: the result events of requests the round awaits."""
+
+    events: tuple[Event, ...]
+    at: str = ""
+    actor: str = "meter"
+
+
+class MeterPort(Protocol):
+    """Where the round's meter requests go.
+
+    ``answer`` returns the events recording the result (the local book, decided now, on the
+    state as it stands after the events before it) or ``None`` when the answer comes later.
+    """
+
+    def answer(
+        self, params: TableParams, state: TableState, request: MeterRequest, at: str
+    ) -> tuple[Event, ...] | None: ...

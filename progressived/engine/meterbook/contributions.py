@@ -1,0 +1,93 @@
+"""Money into the meters: opening (seed funding), each wager's contribution, linked wagers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import floor
+
+from progressived.engine import accounts
+from progressived.engine.events import Event, LinkedContribution, MeterOpened, Posting, Postings
+from progressived.params import AboveLimit, TableParams
+
+
+def open_meter_events(
+    params: TableParams, opened: frozenset[str], round_no: int, at: str
+) -> list[Event]:
+    """Fund every configured meter not in ``opened`` with its starting amount (seed funding)."""
+    events: list[Event] = []
+    for meter in params.meters:
+        if meter.id in opened:
+            continue
+        units = params.start_units(meter)
+        events.append(
+            MeterOpened(
+                at=at,
+                round=round_no,
+                meter=meter.id,
+                units=units,
+                postings=(
+                    Posting(accounts.seed_funding(meter.id), -units),
+                    Posting(accounts.meter(meter.id), units),
+                ),
+            )
+        )
+    return events
+
+
+def contribution(
+    params: TableParams, balances: Mapping[str, int], count: int = 1, source: str = accounts.WAGERS
+) -> Postings:
+    """The postings for ``count`` wagers: each meter's and reserve's share, the rest retained.
+
+    Above a meter's limit the meter's share goes to the reserve or the overflow account.
+    Shares are floored to the unit; what flooring leaves is retained by the house, so
+    nothing is created or lost.
+    """
+    wager = params.wager_units * count
+    postings = [Posting(source, -wager)]
+    retained = wager
+    for meter in params.meters:
+        to_meter = floor(wager * meter.rate)
+        to_reserve = floor(wager * meter.reserve_rate)
+        retained -= to_meter + to_reserve
+        excess = 0
+        if meter.limit is not None:
+            room = max(0, meter.limit - balances.get(accounts.meter(meter.id), 0))
+            excess = max(0, to_meter - room)
+            to_meter -= excess
+        if to_meter:
+            postings.append(Posting(accounts.meter(meter.id), to_meter))
+        if meter.above_limit is AboveLimit.RESERVE:
+            to_reserve += excess
+        elif excess:
+            postings.append(Posting(accounts.overflow(meter.id), excess))
+        if to_reserve:
+            postings.append(Posting(accounts.reserve(meter.id), to_reserve))
+    if retained:
+        postings.append(Posting(accounts.HOUSE_RETAINED, retained))
+    return tuple(postings)
+
+
+def linked(
+    params: TableParams,
+    balances: Mapping[str, int],
+    round_no: int,
+    at: str,
+    source_table: str,
+    count: int,
+    contribution_id: str,
+) -> tuple[str, str] | LinkedContribution:
+    """Wagers locked at a linked table: the event, or (reason, code) when they do not fit."""
+    if not source_table or source_table == params.table_id:
+        return ("a linked contribution needs another table's id", "bad-source")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1000:
+        return (f"bad wager count {count!r} (1-1000)", "bad-count")
+    return LinkedContribution(
+        at=at,
+        round=round_no,
+        source_table=source_table,
+        count=count,
+        units=params.wager_units * count,
+        contribution_id=contribution_id,
+        postings=contribution(params, balances, count, accounts.LINKED_WAGERS),
+    )
