@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drivers import protocol as p
-from progressived.config import ConfigError, format_validation_error
 from progressived.lights import Light
+from progressived.table_config import ConfigError, format_validation_error
 
 
 class BoardSettings(BaseModel):

@@ -26,10 +26,10 @@ engine with ``supervisor=`` the switch (or button) state and the engine refuses 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from progressived.engine.commands import (
     Command,
@@ -42,10 +42,36 @@ from progressived.engine.commands import (
     Void,
 )
 
-if TYPE_CHECKING:
-    from progressived.keypad_map import KeypadMap
-
 MAX_SEATS = 12
+
+
+class KeyCodes(Protocol):
+    """What the interpreter reads of a keypad map (``progressived.keypad_map.KeypadMap``,
+    the validated ``[keypad]`` section, is one): the code of every key."""
+
+    @property
+    def lock(self) -> str: ...
+    @property
+    def supervisor(self) -> str: ...
+    @property
+    def confirm(self) -> str: ...
+    @property
+    def reject(self) -> str: ...
+    @property
+    def void(self) -> str: ...
+    @property
+    def same_player(self) -> str: ...
+    @property
+    def reconcile(self) -> str: ...
+    @property
+    def clear(self) -> str: ...
+    @property
+    def seats(self) -> Sequence[str]: ...
+    @property
+    def hands(self) -> Mapping[str, str]: ...
+    @property
+    def sequence_timeout_s(self) -> float: ...
+    def hand_codes(self, hand_ids: Sequence[str]) -> Mapping[str, str]: ...
 
 
 class KeypadError(ValueError):
@@ -111,7 +137,7 @@ def _parse_at(at: str) -> datetime | None:
 class KeypadInterpreter:
     """Turns the board's key events into engine commands (one interpreter per table)."""
 
-    def __init__(self, keymap: KeypadMap, hand_ids: Sequence[str], seats: int) -> None:
+    def __init__(self, keymap: KeyCodes, hand_ids: Sequence[str], seats: int) -> None:
         if not 1 <= seats <= MAX_SEATS:
             raise KeypadError(f"seats must be 1..{MAX_SEATS}")
         if seats > len(keymap.seats):

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from progressived.config import ConfigError, format_validation_error, read_toml
 from progressived.keypad import MAX_SEATS, KeypadError
 from progressived.paytable_model import Hand
+from progressived.table_config import ConfigError, format_validation_error, read_toml
 
 __all__ = ["MAX_SEATS", "KeypadError", "KeypadMap", "keypad_from_config", "load_keypad"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from progressived.config import ConfigError
 from progressived.control import Peer
 from progressived.daemon.port import DeskPort, Note, ParameterPlan
+from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.money import MoneyError, cents, display, dollars
 from progressived.mqtt.payloads import meter_state
 from progressived.params import TableParams
-from progressived.settings import DaemonConfig, load_daemon_config
+from progressived.table_config import ConfigError
 
 OPERATOR_CLOSED = "operator"
 

@@ -1,6 +1,6 @@
 """Progressive parameters: what a table's controller holds for each meter (level).
 
-Pure data. Built from configuration by :mod:`progressived.config`, or directly in tests
+Pure data. Built from configuration by :mod:`progressived.table_config`, or directly in tests
 and by ``progressivectl simulate``.
 """
 

@@ -26,6 +26,7 @@ from progressived.daemon.journal import Journal
 from progressived.daemon.outbox import LedgerOutbox
 from progressived.daemon.outputs import Outputs, log_task_error
 from progressived.daemon.upkeep import MetricsView, housekeeping, watchdog
+from progressived.daemon_config import DaemonConfig
 from progressived.engine import Command, SetClosed, TableState
 from progressived.ledger import Ledger, LedgerError, reports
 from progressived.metrics import HitCounts, TableMetrics
@@ -33,7 +34,6 @@ from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import SignPublisher
 from progressived.operator import OperatorDesk
 from progressived.selfcheck import run_selfcheck
-from progressived.settings import DaemonConfig
 from progressived.systemd import Notifier
 
 log = structlog.get_logger("progressived")

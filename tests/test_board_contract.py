@@ -23,9 +23,9 @@ from progressived.board import (
     SensorsReported,
 )
 from progressived.broker import Mosquitto
+from progressived.daemon_config import load_daemon_config
 from progressived.engine.state import Light
 from progressived.service import Controller
-from progressived.settings import load_daemon_config
 from tests.daemon_harness import init_ledger, write_config
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from progressived.board import BoardEvent, KeyPressed
 from progressived.broker import Mosquitto
+from progressived.daemon_config import load_daemon_config
 from progressived.lights import Light
 from progressived.service import Controller
-from progressived.settings import load_daemon_config
 from tests.daemon_harness import init_ledger, write_config
 
 

@@ -39,12 +39,12 @@ from pydantic.fields import FieldInfo
 
 from drivers import protocol as p
 from progressived.cli import ctl, daemon
-from progressived.config import ConfigError, ProgressiveConfig
+from progressived.daemon_config import _DaemonModel, daemon_config_from, load_daemon_config
 from progressived.engine.events import EVENT_TYPES
-from progressived.keypad import KeypadMap
+from progressived.keypad_map import KeypadMap
 from progressived.mqtt.payloads import event_payload
 from progressived.paytable import load_paytable
-from progressived.settings import _DaemonModel, daemon_config_from, load_daemon_config
+from progressived.table_config import ConfigError, ProgressiveConfig
 from tests.conftest import ROOT
 from tests.mqtt_schemas import MQTT_DOC, documented_event_kinds, problems
 from tests.test_mqtt_schema import engine_events, undocumented_not_published
@@ -257,7 +257,7 @@ def unread_keys() -> set[str]:
     only copies sections into the config)."""
     read: set[str] = set()
     for path in [*(ROOT / "progressived").rglob("*.py"), *(ROOT / "drivers").rglob("*.py")]:
-        if path == ROOT / "progressived" / "settings.py":
+        if path == ROOT / "progressived" / "daemon_config.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from drivers.base import KeyPressed, SupervisorKey
-from progressived.config import ConfigError
 from progressived.engine import (
     Confirm,
     KeyHand,
@@ -25,6 +24,7 @@ from progressived.keypad import KeyOutcome, KeypadError, KeypadInterpreter, Outc
 from progressived.keypad_map import KeypadMap, keypad_from_config, load_keypad
 from progressived.params import MeterParams, TableParams
 from progressived.paytable import find_paytable
+from progressived.table_config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 AT = "2026-11-21T19:00:00Z"

@@ -9,7 +9,8 @@ from types import MappingProxyType
 from bench.stress import demo_params, round_commands
 from progressived.engine import decide, initial_state
 from progressived.engine.events import Posting
-from progressived.engine.state import KeyedHand, MeterAward, Phase, TableState
+from progressived.engine.meter_requests import MeterAward
+from progressived.engine.state import KeyedHand, Phase, TableState
 from progressived.ledger import snapshot
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics, meter_payload
 from progressived.mqtt.publisher import SignPublisher
-from progressived.mqtt.settings import MqttSettings
 from progressived.sign import run_sign
 from progressived.sign_broker import BrokerLogin, not_authorised
 from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts
@@ -49,7 +49,7 @@ def controller(broker: DocBroker, table: str, tmp: Path) -> SignPublisher:
     """The daemon's real publisher, logged in as the doc says: user = table id."""
     secret = tmp / f"{table}.pw"
     secret.write_text(PASSWORDS[table] + "\n")
-    settings = MqttSettings(
+    settings = MqttSection(
         host=broker.host,
         port=broker.port,
         username=table,

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import aiomqtt
 
 from progressived.broker import Mosquitto
+from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
-from progressived.mqtt.settings import MqttSettings
 
 
 class MemoryOutbox:
@@ -48,8 +48,8 @@ async def collect(broker: Mosquitto, topic: str, count: int, timeout: float = 10
     return out
 
 
-def settings(broker: Mosquitto) -> MqttSettings:
-    return MqttSettings(
+def settings(broker: Mosquitto) -> MqttSection:
+    return MqttSection(
         host=broker.host, port=broker.port, reconnect_initial_s=0.1, reconnect_max_s=0.5
     )
 
@@ -77,7 +77,7 @@ async def test_outbox_rows_are_published_in_order_and_acked(mosquitto: Mosquitto
 async def test_meter_is_retained_coalesced_and_status_online(mosquitto: Mosquitto) -> None:
     topics = Topics("progressive", "t1")
     publisher = SignPublisher(
-        MqttSettings(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
+        MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )
@@ -184,7 +184,7 @@ async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
 ) -> None:
     topics = Topics("progressive", "t1")
     publisher = SignPublisher(
-        MqttSettings(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
+        MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )
@@ -213,7 +213,7 @@ async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
 async def test_a_burst_is_limited_to_the_rate_and_ends_on_the_latest(mosquitto: Mosquitto) -> None:
     topics = Topics("progressive", "t1")
     publisher = SignPublisher(
-        MqttSettings(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
+        MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )

@@ -12,10 +12,10 @@ import pytest
 from progressived.broker import Mosquitto
 from progressived.control import Peer
 from progressived.daemon.desk import DaemonDesk
+from progressived.daemon_config import load_daemon_config
 from progressived.ledger import store
 from progressived.operator import OperatorDesk
 from progressived.service import Controller
-from progressived.settings import load_daemon_config
 from tests.conftest import ROOT
 from tests.daemon_harness import init_ledger, write_config
 from tests.test_crash_only import BrokenBoard

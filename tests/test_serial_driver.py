@@ -31,8 +31,8 @@ from drivers.base import (
 )
 from drivers.board_sim import BoardSimulator
 from drivers.serial_board import BoardSettings, SerialBoardDriver, board_settings_from_config
-from progressived.config import ConfigError
 from progressived.lights import Light
+from progressived.table_config import ConfigError
 
 HB = 0.05
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")

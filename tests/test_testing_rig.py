@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from drivers.board_sim import BoardSimulator
-from progressived.settings import load_daemon_config
+from progressived.daemon_config import load_daemon_config
 from progressived.testing import board
 from progressived.testing.config import RigConfig, render_toml, write_config
 

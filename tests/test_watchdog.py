@@ -11,8 +11,8 @@ import contextlib
 import socket
 from pathlib import Path
 
+from progressived.daemon_config import load_daemon_config
 from progressived.service import Controller
-from progressived.settings import load_daemon_config
 from progressived.systemd import Notifier
 from tests.daemon_harness import table
 

@@ -18,7 +18,7 @@ from progressived import __version__, logs
 from progressived.cli import preflight
 from progressived.cli.common import Exit
 from progressived.clock import utc_now
-from progressived.config import ConfigError
+from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import accounts
 from progressived.ledger import (
     Ledger,
@@ -31,7 +31,7 @@ from progressived.ledger import (
 from progressived.money import display
 from progressived.selfcheck import run_selfcheck
 from progressived.service import run_daemon
-from progressived.settings import DaemonConfig, load_daemon_config
+from progressived.table_config import ConfigError
 
 
 def _load(path: Path) -> DaemonConfig | None:

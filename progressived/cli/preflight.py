@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived.cli.common import Exit
+from progressived.daemon_config import DaemonConfig
 from progressived.ledger import LedgerError, schema
-from progressived.settings import DaemonConfig
 
 
 @dataclass(frozen=True, slots=True)

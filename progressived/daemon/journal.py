@@ -23,13 +23,13 @@ from progressived.clock import JournalClock
 from progressived.daemon.health import Health
 from progressived.daemon.outbox import event_outbox, system_outbox
 from progressived.daemon.port import Note
+from progressived.daemon_config import DaemonConfig
 from progressived.engine import Command, Lock, TableState, decide
 from progressived.ledger import Batch, Ledger, LedgerError, LedgerUnavailable, OutboxFn
 from progressived.ledger.rows import Record
 from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import Topics
 from progressived.params import TableParams
-from progressived.settings import DaemonConfig
 
 log = structlog.get_logger("progressived")
 

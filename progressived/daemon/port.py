@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from progressived.daemon_config import DaemonConfig
 from progressived.engine import Command, TableState
-from progressived.settings import DaemonConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,13 +21,18 @@ log = structlog.get_logger("progressived")
 
 
 async def housekeeping(journal: Journal, health: Health) -> None:
-    """Checkpoint the WAL when idle; retry an unavailable ledger; beat for the watchdog."""
+    """Checkpoint the WAL when idle; retry an unavailable ledger every ``[ledger] retry_s``;
+    beat for the watchdog every second."""
+    last_retry = float("-inf")
     while True:
         await asyncio.sleep(1.0)
-        health.loop_beat = time.monotonic()
+        health.loop_beat = now = time.monotonic()
         if not health.ledger_ok:
-            await journal.retry()
+            if now - last_retry >= journal.config.ledger.retry_s:
+                last_retry = now
+                await journal.retry()
             continue
+        last_retry = float("-inf")
         idle = time.monotonic() - journal.last_write
         if idle >= journal.config.ledger.checkpoint_idle_s:
             with contextlib.suppress(LedgerError):

@@ -38,7 +38,8 @@ from progressived.engine.meter_port import (
     ReserveAwards,
     VoidAward,
 )
-from progressived.engine.state import KeyedHand, MeterAward, Phase, TableState
+from progressived.engine.meter_requests import MeterAward
+from progressived.engine.state import KeyedHand, Phase, TableState
 
 
 def _new_round(state: TableState) -> TableState:

@@ -24,81 +24,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from progressived.engine.events import Event, Postings
+from progressived.engine.events import Event
+from progressived.engine.meter_requests import (
+    Claim,
+    Contribute,
+    MeterAward,
+    MeterRequest,
+    PostAward,
+    RefundContribution,
+    ReserveAwards,
+    VoidAward,
+)
 
 if TYPE_CHECKING:
-    from progressived.engine.state import MeterAward, TableState
+    from progressived.engine.state import TableState
     from progressived.params import TableParams
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Contribute:
-    """Post the contributions of ``count`` wagers locked at ``seat`` (id ``round:seat``)."""
-
-    round: int  # the round the request belongs to (part of its id)
-
-    seat: int
-    units: int
-    count: int = 1
-
-    @property
-    def contribution_id(self) -> str:
-        return f"{self.round}:{self.seat}"
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A meter hand keyed at a seat: with the request's round, its id is ``round:seat:hand``."""
-
-    seat: int
-    hand: str
-    meter: str
+__all__ = [
+    "Claim",
+    "Contribute",
+    "MeterAnswered",
+    "MeterAward",
+    "MeterPort",
+    "MeterRequest",
+    "MeterRequested",
+    "PostAward",
+    "RefundContribution",
+    "ReserveAwards",
+    "VoidAward",
+]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReserveAwards:
-    """Price and reserve a group of claims on the meter as it stands (one claim, or a split
-    group sharing what one claim would receive). ``first_order`` is the first claim's place
-    in the round's recorded order."""
-
-    round: int  # the round the request belongs to (part of its id)
-
-    claims: tuple[Claim, ...]
-    first_order: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PostAward:
-    """Pay a reserved award (pending -> paid by an attendant), confirmed by ``by``."""
-
-    round: int  # the round the request belongs to (part of its id)
-
-    award: MeterAward
-    by: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VoidAward:
-    """Reverse a reserved award exactly (``reason``: unkeyed, rejected, repriced, voided)."""
-
-    round: int  # the round the request belongs to (part of its id)
-
-    award: MeterAward
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RefundContribution:
-    """VOID: reverse the contribution the book recorded for ``seat`` (its receipt)."""
-
-    round: int  # the round the request belongs to (part of its id)
-
-    seat: int
-    units: int
-    receipt: Postings
-
-
-MeterRequest = Contribute | ReserveAwards | PostAward | VoidAward | RefundContribution
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

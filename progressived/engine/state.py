@@ -14,12 +14,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from progressived.engine.events import Postings
-from progressived.engine.meter_port import ReserveAwards
+from progressived.engine.meter_requests import MeterAward, ReserveAwards
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from progressived.engine.meter_port import MeterRequest
+    from progressived.engine.meter_requests import MeterRequest
 
 
 class Phase(enum.StrEnum):
@@ -35,20 +35,6 @@ class KeyedHand:
     hand: str
     source: str  # tray | none
     units: int
-
-
-@dataclass(frozen=True, slots=True)
-class MeterAward:
-    """A meter award in the round's recorded order, with the postings that keyed it."""
-
-    seat: int
-    hand: str
-    meter: str
-    units: int
-    meter_before: int
-    postings: Postings
-    confirmed: bool = False
-    share_of: int = 1
 
 
 def _empty() -> Mapping[str, int]:

@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from progressived.engine.events import Posting, Postings
-from progressived.engine.state import KeyedHand, MeterAward, Phase, TableState
+from progressived.engine.meter_requests import MeterAward
+from progressived.engine.state import KeyedHand, Phase, TableState
 
 FORMAT = 1
 

@@ -35,8 +35,8 @@ from typing import Any, Protocol
 import aiomqtt
 import structlog
 
+from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics, dumps, status_payload
-from progressived.mqtt.settings import MqttSettings
 
 log = structlog.get_logger("progressived.mqtt")
 
@@ -108,7 +108,7 @@ class SignPublisher:
 
     def __init__(
         self,
-        settings: MqttSettings,
+        settings: MqttSection,
         topics: Topics,
         outbox: Outbox,
         *,

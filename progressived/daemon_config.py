@@ -1,9 +1,9 @@
 """The daemon's configuration file, validated completely before anything starts.
 
-Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.config`),
+Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.table_config`),
 ``[board]`` (the driver plugin and its own settings), ``[keypad]``, ``[mqtt]``,
 ``[ledger]``, ``[metrics]``, ``[control]`` and ``[log]``. Any problem raises
-:class:`~progressived.config.ConfigError` naming the file, the key and the reason.
+:class:`~progressived.table_config.ConfigError` naming the file, the key and the reason.
 """
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from progressived.board import DriverNotFound, DriverSettings, load_driver_factory
-from progressived.config import ConfigError, format_validation_error, read_toml, table_params_from
 from progressived.keypad_map import KeypadError, KeypadMap, keypad_from_config
-from progressived.mqtt.settings import MqttSettings
+from progressived.mqtt.config import MqttSection
 from progressived.params import TableParams
+from progressived.table_config import (
+    ConfigError,
+    format_validation_error,
+    read_toml,
+    table_params_from,
+)
 
 
 class _Strict(BaseModel):
@@ -75,7 +80,7 @@ class _DaemonModel(_Strict):
     progressive: dict[str, Any] = Field(default_factory=dict)
     board: BoardSection
     keypad: dict[str, Any] = Field(default_factory=dict)
-    mqtt: MqttSettings = Field(default_factory=MqttSettings)
+    mqtt: MqttSection = Field(default_factory=MqttSection)
     ledger: LedgerSection = Field(default_factory=LedgerSection)
     metrics: MetricsSection = Field(default_factory=MetricsSection)
     control: ControlSection = Field(default_factory=ControlSection)
@@ -94,7 +99,7 @@ class DaemonConfig:
     driver: str
     board: DriverSettings  # the driver plugin's validated settings
     keypad: KeypadMap
-    mqtt: MqttSettings
+    mqtt: MqttSection
     ledger: LedgerSection
     metrics: MetricsSection
     control: ControlSection

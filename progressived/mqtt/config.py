@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class TlsSettings(BaseModel):
+class MqttTlsSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     ca_certs: Path | None = None
@@ -16,7 +16,7 @@ class TlsSettings(BaseModel):
     insecure: bool = False
 
 
-class MqttSettings(BaseModel):
+class MqttSection(BaseModel):
     """How the daemon reaches the broker that feeds the meter signs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -28,7 +28,7 @@ class MqttSettings(BaseModel):
     username: str | None = None
     password: str | None = None
     password_file: Path | None = None
-    tls: TlsSettings | None = None
+    tls: MqttTlsSection | None = None
     keepalive_s: int = Field(default=15, ge=5, le=600)
     meter_max_rate_hz: float = Field(default=4.0, gt=0, le=100)
     reconnect_initial_s: float = Field(default=0.5, gt=0, le=60)
