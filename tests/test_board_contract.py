@@ -24,7 +24,7 @@ from progressived.board import (
 )
 from progressived.broker import Mosquitto
 from progressived.daemon_config import load_daemon_config
-from progressived.engine.state import Light
+from progressived.lights import Light
 from progressived.service import Controller
 from tests.daemon_harness import init_ledger, write_config
 
