@@ -28,7 +28,7 @@ def test_the_desk_imports_only_the_port_from_the_daemon() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
         and node.module
-        and node.module.startswith(("progressived.daemon", "progressived.service"))
+        and (node.module in ("progressived.daemon", "progressived.service") or node.module.startswith(("progressived.daemon.", "progressived.service.")))
     }
     assert daemon_imports == {"progressived.daemon.port"}
 
