@@ -113,10 +113,19 @@ async def test_sigkill_mid_round_resumes_the_round(tmp_path: Path) -> None:
         await t.press("S6", "H1")
         keyed = await t.sub.wait_event("award_keyed")
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "pending", "pending meter")
+        award = {"seat": 6, "hand": keyed["hand"], "cents": keyed["cents"]}
+        assert t.sub.meters()[-1]["pending"] == [award]
+        before = len(t.sub.meters())
         t.kill(signal.SIGKILL)
         await asyncio.sleep(0.5)
         t.start_daemon()
         await t.online(2)
+        # The new run sends no award_keyed again: a sign learns of the award still awaiting
+        # the supervisor from the retained meter alone.
+        await t.sub.wait(
+            lambda: len(t.sub.meters()) > before and t.sub.meters()[-1]["pending"] == [award],
+            "the pending award on the republished meter",
+        )
         # The award awaiting the supervisor survived; the supervisor confirms it now.
         t.sim.supervisor(True)
         await asyncio.sleep(0.2)
@@ -168,9 +177,11 @@ async def test_offline_board_closes_the_progressive(tmp_path: Path) -> None:
         t.sim.unplug()
         await t.sub.wait_event("board_offline", timeout=20)
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "closed", "closed meter")
+        assert t.sub.meters()[-1]["closed"] == ["board offline"]
         t.sim.replug()
         await t.online(2)
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "open", "open again")
+        assert t.sub.meters()[-1]["closed"] == []
         await t.press("LOCK")
         locked = await t.sub.wait_event("round_locked")
         assert locked["seats"] == [3]

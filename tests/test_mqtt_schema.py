@@ -157,10 +157,25 @@ def test_hand_unkeyed_carries_the_source_and_cents_of_the_hand_turned_off() -> N
     assert payload is not None
     assert payload["source"] == keyed.source == "tray"  # type: ignore[attr-defined]
     assert payload["cents"] == keyed.units // 10_000 > 0  # type: ignore[attr-defined]
-    # The schema is strict enough to catch the old payload and an unlisted kind.
+    # The schema is strict enough to catch the old payload (a known kind without its keys).
     old = {k: v for k, v in payload.items() if k not in ("source", "cents")}
     assert problems(TOPIC, old)
-    assert problems(TOPIC, {**payload, "kind": "something_new_and_unlisted"})
+
+
+def test_an_unknown_kind_validates_against_the_generic_event_and_known_kinds_stay_strict() -> None:
+    """A subscriber ignores a kind it does not know (kinds are only added), so the schema must
+    not refuse one; a known kind still needs its own keys."""
+    future = {"kind": "something_new", "table": "t1", "seq": 9, "ts": "2026-11-21T19:05:01Z"}
+    assert problems(TOPIC, future) == []
+    assert problems(TOPIC, {**future, "extra": {"any": "shape"}}) == []
+    assert problems(TOPIC, {k: v for k, v in future.items() if k != "seq"})  # generic keys stay
+    assert problems(TOPIC, {**future, "kind": ""})
+    for kind in ("award_keyed", "award_confirmed", "envy", "table_closed", "round_locked"):
+        assert problems(TOPIC, {**future, "kind": kind, "round": 1, "seat": 0}), kind
+    confirmed = {**future, "kind": "award_confirmed", "round": 1, "seat": 3, "hand": "akq",
+                 "meter": "main", "cents": 5, "by": "sup"}
+    assert problems(TOPIC, confirmed) == []
+    assert problems(TOPIC, {k: v for k, v in confirmed.items() if k != "by"})
 
 
 def system_kinds_in_the_source() -> tuple[set[str], set[str], set[str]]:

@@ -84,10 +84,46 @@ def meter_state(state: TableState, meter_id: str, board_online: bool = True) -> 
     return "open"
 
 
+# Closure reasons the meter names that no ``table_closed`` event carries (docs/mqtt.md).
+BOARD_OFFLINE = "board offline"  # the same reason the daemon journals (daemon/board_input.py)
+LEDGER_UNAVAILABLE = "ledger unavailable"  # the ledger refuses writes: nothing can be journaled
+
+
+def pending_awards(state: TableState, meter_id: str) -> list[dict[str, Any]]:
+    """The meter's awards awaiting the supervisor, in keyed order, as a late sign shows them."""
+    return [
+        {"seat": a.seat, "hand": a.hand, "cents": cents(a.units)}
+        for a in state.pending
+        if a.meter == meter_id
+    ]
+
+
+def closures(state: TableState, *, board_online: bool = True, ledger_ok: bool = True) -> list[str]:
+    """The open closures: every ``table_closed`` reason not yet ended by its ``table_opened``,
+    plus what closes the progressive without an event (the board or the ledger gone)."""
+    reasons = set(state.closed)
+    if not board_online:
+        reasons.add(BOARD_OFFLINE)
+    if not ledger_ok:
+        reasons.add(LEDGER_UNAVAILABLE)
+    return sorted(reasons)
+
+
 def meter_payload(
-    *, table_id: str, meter_id: str, units: int, seq: int, state: str, ts: str
+    *,
+    table_id: str,
+    meter_id: str,
+    units: int,
+    seq: int,
+    state: str,
+    ts: str,
+    pending: list[dict[str, Any]] | None = None,
+    closed: list[str] | None = None,
 ) -> dict[str, Any]:
-    return {
+    """``pending`` and ``closed`` (added after 0.1.0) let a sign that connects late show the
+    award awaiting the supervisor and why the progressive is closed from the retained meter
+    alone; they are left out when not given (an older controller sends neither)."""
+    out: dict[str, Any] = {
         "meter": meter_id,
         "table": table_id,
         "cents": cents(units),
@@ -96,6 +132,11 @@ def meter_payload(
         "state": state,
         "ts": ts,
     }
+    if pending is not None:
+        out["pending"] = pending
+    if closed is not None:
+        out["closed"] = closed
+    return out
 
 
 def status_payload(
