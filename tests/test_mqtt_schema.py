@@ -33,7 +33,15 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.events import EVENT_TYPES, Event
-from progressived.mqtt.payloads import event_payload, meter_payload, status_payload
+from progressived.daemon.board_input import BOARD_OFFLINE
+from progressived.mqtt.payloads import (
+    closures,
+    event_payload,
+    meter_payload,
+    meter_state,
+    pending_awards,
+    status_payload,
+)
 from progressived.params import MeterParams, Policy, TableParams
 from tests.conftest import ROOT
 from tests.helpers import DOLLAR, table
@@ -271,3 +279,48 @@ def test_meter_and_status_payloads_match_their_schemas() -> None:
 
 def test_the_doc_lists_no_kind_both_published_and_not() -> None:
     assert not (documented_event_kinds() & undocumented_not_published())
+
+
+def test_the_meter_names_its_pending_awards_and_open_closures_for_a_late_sign() -> None:
+    """A sign that connects during a pending award or a closure has only the retained meter:
+    it carries the awards awaiting the supervisor and the reasons the progressive is closed."""
+    params = table(rate="0.1")
+    state = initial_state(params).state
+    state, events = play(
+        params,
+        state,
+        SetClosed(reason="operator", closed=True),
+        SetClosed(reason="operator", closed=False),
+        Sensors(present=frozenset({1, 3})),
+        Lock(),
+        KeyHand(seat=3, hand="akq-spades"),
+    )
+    keyed = next(event_payload("t1", 1, e) for e in events if e.kind == "award_keyed")
+    assert keyed is not None
+    assert meter_state(state, "main") == "pending"
+    assert pending_awards(state, "main") == [
+        {"seat": 3, "hand": "akq-spades", "cents": keyed["cents"]}
+    ]
+    assert pending_awards(state, "other") == []
+    assert closures(state) == []  # the operator's closure was ended by its table_opened
+    assert closures(state, board_online=False, ledger_ok=False) == [
+        BOARD_OFFLINE,
+        "ledger unavailable",
+    ]
+    closed, _ = play(params, state, SetClosed(reason="operator", closed=True))
+    assert closures(closed) == ["operator"]
+    meter = meter_payload(
+        table_id="t1",
+        meter_id="main",
+        units=state.balance("meter:main"),
+        seq=9,
+        state="pending",
+        ts="2026-11-21T19:05:01Z",
+        pending=pending_awards(state, "main"),
+        closed=closures(closed),
+    )
+    assert problems("progressive/table/t1/meter/main", meter) == []
+    assert problems("progressive/table/t1/meter/main", {**meter, "pending": [{"seat": 3}]})
+    assert problems("progressive/table/t1/meter/main", {**meter, "closed": "operator"})
+    state, _ = play(params, state, Confirm())
+    assert meter_state(state, "main") == "open" and pending_awards(state, "main") == []
