@@ -14,6 +14,7 @@ import fnmatch
 import re
 from fractions import Fraction
 
+from progressived.daemon.board_input import BOARD_OFFLINE
 from progressived.engine import (
     AdjustMeter,
     Command,
@@ -33,7 +34,6 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.events import EVENT_TYPES, Event
-from progressived.daemon.board_input import BOARD_OFFLINE
 from progressived.mqtt.payloads import (
     closures,
     event_payload,
@@ -180,8 +180,16 @@ def test_an_unknown_kind_validates_against_the_generic_event_and_known_kinds_sta
     assert problems(TOPIC, {**future, "kind": ""})
     for kind in ("award_keyed", "award_confirmed", "envy", "table_closed", "round_locked"):
         assert problems(TOPIC, {**future, "kind": kind, "round": 1, "seat": 0}), kind
-    confirmed = {**future, "kind": "award_confirmed", "round": 1, "seat": 3, "hand": "akq",
-                 "meter": "main", "cents": 5, "by": "sup"}
+    confirmed = {
+        **future,
+        "kind": "award_confirmed",
+        "round": 1,
+        "seat": 3,
+        "hand": "akq",
+        "meter": "main",
+        "cents": 5,
+        "by": "sup",
+    }
     assert problems(TOPIC, confirmed) == []
     assert problems(TOPIC, {k: v for k, v in confirmed.items() if k != "by"})
 

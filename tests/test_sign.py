@@ -28,9 +28,18 @@ def msg(**data: object) -> bytes:
 
 
 _EVENT_DEFAULTS: dict[str, object] = {
-    "ts": "2026-11-21T19:05:01Z", "round": 1, "seat": 0, "seats": [], "hand": "akq",
-    "meter": "main", "cents": 0, "meter_before_cents": 0, "meter_after_cents": 0,
-    "reset": False, "by": "supervisor", "reason": "rejected",
+    "ts": "2026-11-21T19:05:01Z",
+    "round": 1,
+    "seat": 0,
+    "seats": [],
+    "hand": "akq",
+    "meter": "main",
+    "cents": 0,
+    "meter_before_cents": 0,
+    "meter_after_cents": 0,
+    "reset": False,
+    "by": "supervisor",
+    "reason": "rejected",
 }
 
 
@@ -44,7 +53,12 @@ def meter_msg(*, display: str, seq: int, state: str = "open", table: str = "t1")
     """A whole meter message (a sign ignores one without its keys, docs/mqtt.md)."""
     cents = int(display.lstrip("$").replace(",", "").replace(".", ""))
     return msg(
-        cents=cents, display=display, meter="main", seq=seq, state=state, table=table,
+        cents=cents,
+        display=display,
+        meter="main",
+        seq=seq,
+        state=state,
+        table=table,
         ts="2026-11-21T19:05:01Z",
     )
 
@@ -93,7 +107,9 @@ def test_view_reads_only_its_own_table() -> None:
     # Another table's meter, its events and the old shared topic are not this sign's.
     assert not view.apply("progressive/table/t2/meter/main", meter_msg(display="$9.00", seq=99))
     assert not view.apply("progressive/meter/main", meter_msg(display="$9.00", seq=99))
-    award = event_msg(kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4)
+    award = event_msg(
+        kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4
+    )
     assert not view.apply("progressive/table/t2/event", award)
     assert not view.apply("progressive/table/t2/status", msg(status="offline"))
     assert view.display == "$1,000.00" and view.status_line() == ""
@@ -103,7 +119,9 @@ def test_a_new_boot_restarts_the_seq_expectation_and_the_same_boot_does_not() ->
     view = SignView("progressive", "main", "t1")
     status = "progressive/table/t1/status"
     view.apply(status, msg(status="online", table="t1", boot="b1"))
-    assert view.apply(METER, meter_msg(display="$9,999,999.00", state="open", seq=10**12))  # stale/forged
+    assert view.apply(
+        METER, meter_msg(display="$9,999,999.00", state="open", seq=10**12)
+    )  # stale/forged
     assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     # Reconnecting to the same run (retained status again) keeps the expectation...
     view.apply(status, msg(status="online", table="t1", boot="b1"))
@@ -145,10 +163,17 @@ async def test_sign_subscribes_like_a_real_sign(mosquitto: Mosquitto) -> None:
 def test_winner_banner_clears_when_that_table_locks_its_next_round() -> None:
     view = SignView("progressive", "main", "t7")
     win = event_msg(
-        kind="award_confirmed", table="t7", seat=3, hand="akq-spades", cents=100045, meter="main",
+        kind="award_confirmed",
+        table="t7",
+        seat=3,
+        hand="akq-spades",
+        cents=100045,
+        meter="main",
         seq=2,
     )
-    view.apply("progressive/table/t7/event", event_msg(kind="round_locked", table="t7", seq=1), now=0.0)
+    view.apply(
+        "progressive/table/t7/event", event_msg(kind="round_locked", table="t7", seq=1), now=0.0
+    )
     assert view.apply("progressive/table/t7/event", win, now=1.0)
     assert "WINNER" in view.plain()
     # Another table's LOCK (a linked meter) leaves the banner: it is not this winner's round.
@@ -407,10 +432,14 @@ async def test_tls_with_the_brokers_ca_and_a_clear_line_without_it() -> None:
 
 def test_a_pending_banner_goes_when_the_award_is_turned_off() -> None:
     view = SignView("progressive", "main", "t1")
-    keyed = event_msg(kind="award_keyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=4)
+    keyed = event_msg(
+        kind="award_keyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=4
+    )
     view.apply("progressive/table/t1/event", keyed, now=0.0)
     assert "PENDING: table t1 seat 3 akq $5.00" in view.plain()
-    off = event_msg(kind="award_unkeyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=5)
+    off = event_msg(
+        kind="award_unkeyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=5
+    )
     assert view.apply("progressive/table/t1/event", off, now=1.0)
     assert "PENDING" not in view.render(now=1.0)
 
