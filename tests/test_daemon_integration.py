@@ -63,6 +63,12 @@ async def test_complete_rounds_reach_an_independent_subscriber(tmp_path: Path) -
         seqs = [e["seq"] for e in t.sub.events()]
         assert seqs == sorted(seqs)
         assert len(seqs) == len(set(seqs))
+        # docs/mqtt.md: a meter's ts is never earlier than the rows up to its seq, and never
+        # goes back from one meter message to the next within a run.
+        stamps = [m["ts"] for m in t.sub.meters()]
+        assert stamps == sorted(stamps)
+        for m in t.sub.meters():
+            assert all(e["ts"] <= m["ts"] for e in t.sub.events() if e["seq"] <= m["seq"]), m
         # A nonsense key sequence is refused and shown, and changes nothing.
         await t.press("H1")
         refused = await t.sub.wait_event("key_refused")
