@@ -35,6 +35,7 @@ from progressived.engine import (
 )
 from progressived.engine.events import EVENT_TYPES, Event
 from progressived.mqtt.payloads import (
+    EVENT_KEYS,
     closures,
     event_payload,
     meter_payload,
@@ -332,3 +333,15 @@ def test_the_meter_names_its_pending_awards_and_open_closures_for_a_late_sign() 
     assert problems("progressive/table/t1/meter/main", {**meter, "closed": "operator"})
     state, _ = play(params, state, Confirm())
     assert meter_state(state, "main") == "open" and pending_awards(state, "main") == []
+
+
+def test_the_signs_required_keys_per_kind_are_the_docs() -> None:
+    """The terminal sign ignores a known kind without its keys (docs/mqtt.md, "Malformed
+    messages") by ``EVENT_KEYS``: the same keys the doc's schema requires, kind by kind."""
+    schema = doc_schemas()["event"].schema
+    required: dict[str, set[str]] = {k: set() for k in documented_event_kinds()}
+    for clause in schema["allOf"]:
+        match = clause["if"]["properties"]["kind"]
+        for kind in match.get("enum", [match.get("const")]):
+            required[kind] |= set(clause["then"]["required"])
+    assert {k: set(v) for k, v in EVENT_KEYS.items()} == required
