@@ -17,7 +17,13 @@ from typing import Any, TextIO
 
 import aiomqtt
 
-from progressived.mqtt.payloads import event_topic, meter_topic, status_topic
+from progressived.mqtt.payloads import (
+    event_problem,
+    event_topic,
+    meter_problem,
+    meter_topic,
+    status_topic,
+)
 from progressived.sign_broker import (
     EXIT_NOT_AUTHORISED,
     BrokerLogin,
@@ -43,6 +49,20 @@ _FONT: dict[str, tuple[str, ...]] = {
     ".": ("  ", "  ", "  ", "  ", "# "),
     "-": ("     ", "     ", "#####", "     ", "     "),
 }
+
+
+# The banner each award event puts up (docs/mqtt.md, "What a sign shows").
+_BANNERS = {
+    "award_keyed": "PENDING",  # awaits the supervisor
+    "award_approved": "APPROVED",  # split: approved, paid (and final) at RECONCILE
+    "award_confirmed": "WINNER",  # paid
+}
+
+
+def dollars(cents: int) -> str:
+    """Whole cents as signs show money: ``$1,234.56``."""
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
 
 
 def big(text: str) -> str:
@@ -92,12 +112,11 @@ class SignView:
             return False
         parts = topic.split("/")
         if topic == self.meter_topic:
-            seq = data.get("seq")
-            if isinstance(seq, int) and seq < self.seq:
+            if meter_problem(data, self.table_id, self.meter_id):
+                return False  # malformed (docs/mqtt.md): the last good value stays
+            if data["seq"] < self.seq:
                 return False  # an older value delivered late
-            self.seq = seq if isinstance(seq, int) else self.seq
-            self.display = str(data.get("display", self.display))
-            self.state = str(data.get("state", self.state))
+            self.seq, self.display, self.state = data["seq"], data["display"], data["state"]
             return True
         if topic == status_topic(self.prefix, self.table_id):
             self.tables[parts[-2]] = str(data.get("status", "?"))
@@ -109,7 +128,9 @@ class SignView:
                 self.seq = -1
             return True
         if topic == event_topic(self.prefix, self.table_id):
-            key = (str(data.get("table")), int(data.get("seq", -1)))
+            if event_problem(data, self.table_id):
+                return False  # malformed (docs/mqtt.md): changes nothing
+            key = (self.table_id, int(data["seq"]))
             if key in self.seen_events:
                 return False  # a repeat after a reconnect: same ledger seq
             self.seen_events.add(key)
@@ -117,16 +138,24 @@ class SignView:
             if kind == "round_locked" and self.banner and data.get("table") == self.banner_table:
                 self.banner, self.banner_until = "", 0.0  # that table's next round has begun
                 return True
-            if kind in ("award_keyed", "award_confirmed") and data.get("meter") == self.meter_id:
-                amount = (
-                    f"${int(data.get('cents', 0)) // 100:,}.{int(data.get('cents', 0)) % 100:02d}"
-                )
-                verb = "WINNER" if kind == "award_keyed" else "PAID"
+            verb = _BANNERS.get(str(kind))
+            if verb is not None and data.get("meter") == self.meter_id:
+                # WINNER only once the award is paid (award_confirmed): a keyed award may
+                # still be rejected or turned off, and under split an approved one repriced.
+                cents = data.get("cents", 0)
+                amount = dollars(cents if isinstance(cents, int) else 0)
                 self.banner = (
                     f"*** {verb}: table {data.get('table')} seat {data.get('seat')} "
                     f"{data.get('hand')} {amount} ***"
                 )
                 self.banner_until, self.banner_table = now + 30.0, str(data.get("table"))
+                return True
+            if (
+                kind in ("award_unkeyed", "award_reversed")
+                and data.get("meter") == self.meter_id
+                and self.banner.startswith("*** PENDING")
+            ):
+                self.banner, self.banner_until = "", 0.0  # the award awaits no one any more
                 return True
             if kind == "award_rejected" and data.get("meter") == self.meter_id:
                 self.banner = f"award at table {data.get('table')} seat {data.get('seat')} rejected"

@@ -63,6 +63,12 @@ async def test_complete_rounds_reach_an_independent_subscriber(tmp_path: Path) -
         seqs = [e["seq"] for e in t.sub.events()]
         assert seqs == sorted(seqs)
         assert len(seqs) == len(set(seqs))
+        # docs/mqtt.md: a meter's ts is never earlier than the rows up to its seq, and never
+        # goes back from one meter message to the next within a run.
+        stamps = [m["ts"] for m in t.sub.meters()]
+        assert stamps == sorted(stamps)
+        for m in t.sub.meters():
+            assert all(e["ts"] <= m["ts"] for e in t.sub.events() if e["seq"] <= m["seq"]), m
         # A nonsense key sequence is refused and shown, and changes nothing.
         await t.press("H1")
         refused = await t.sub.wait_event("key_refused")
@@ -113,10 +119,19 @@ async def test_sigkill_mid_round_resumes_the_round(tmp_path: Path) -> None:
         await t.press("S6", "H1")
         keyed = await t.sub.wait_event("award_keyed")
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "pending", "pending meter")
+        award = {"seat": 6, "hand": keyed["hand"], "cents": keyed["cents"]}
+        assert t.sub.meters()[-1]["pending"] == [award]
+        before = len(t.sub.meters())
         t.kill(signal.SIGKILL)
         await asyncio.sleep(0.5)
         t.start_daemon()
         await t.online(2)
+        # The new run sends no award_keyed again: a sign learns of the award still awaiting
+        # the supervisor from the retained meter alone.
+        await t.sub.wait(
+            lambda: len(t.sub.meters()) > before and t.sub.meters()[-1]["pending"] == [award],
+            "the pending award on the republished meter",
+        )
         # The award awaiting the supervisor survived; the supervisor confirms it now.
         t.sim.supervisor(True)
         await asyncio.sleep(0.2)
@@ -168,9 +183,11 @@ async def test_offline_board_closes_the_progressive(tmp_path: Path) -> None:
         t.sim.unplug()
         await t.sub.wait_event("board_offline", timeout=20)
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "closed", "closed meter")
+        assert t.sub.meters()[-1]["closed"] == ["board offline"]
         t.sim.replug()
         await t.online(2)
         await t.sub.wait(lambda: t.sub.meters()[-1]["state"] == "open", "open again")
+        assert t.sub.meters()[-1]["closed"] == []
         await t.press("LOCK")
         locked = await t.sub.wait_event("round_locked")
         assert locked["seats"] == [3]

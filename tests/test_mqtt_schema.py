@@ -14,6 +14,7 @@ import fnmatch
 import re
 from fractions import Fraction
 
+from progressived.daemon.board_input import BOARD_OFFLINE
 from progressived.engine import (
     AdjustMeter,
     Command,
@@ -33,7 +34,15 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.events import EVENT_TYPES, Event
-from progressived.mqtt.payloads import event_payload, meter_payload, status_payload
+from progressived.mqtt.payloads import (
+    EVENT_KEYS,
+    closures,
+    event_payload,
+    meter_payload,
+    meter_state,
+    pending_awards,
+    status_payload,
+)
 from progressived.params import MeterParams, Policy, TableParams
 from tests.conftest import ROOT
 from tests.helpers import DOLLAR, table
@@ -157,10 +166,33 @@ def test_hand_unkeyed_carries_the_source_and_cents_of_the_hand_turned_off() -> N
     assert payload is not None
     assert payload["source"] == keyed.source == "tray"  # type: ignore[attr-defined]
     assert payload["cents"] == keyed.units // 10_000 > 0  # type: ignore[attr-defined]
-    # The schema is strict enough to catch the old payload and an unlisted kind.
+    # The schema is strict enough to catch the old payload (a known kind without its keys).
     old = {k: v for k, v in payload.items() if k not in ("source", "cents")}
     assert problems(TOPIC, old)
-    assert problems(TOPIC, {**payload, "kind": "something_new_and_unlisted"})
+
+
+def test_an_unknown_kind_validates_against_the_generic_event_and_known_kinds_stay_strict() -> None:
+    """A subscriber ignores a kind it does not know (kinds are only added), so the schema must
+    not refuse one; a known kind still needs its own keys."""
+    future = {"kind": "something_new", "table": "t1", "seq": 9, "ts": "2026-11-21T19:05:01Z"}
+    assert problems(TOPIC, future) == []
+    assert problems(TOPIC, {**future, "extra": {"any": "shape"}}) == []
+    assert problems(TOPIC, {k: v for k, v in future.items() if k != "seq"})  # generic keys stay
+    assert problems(TOPIC, {**future, "kind": ""})
+    for kind in ("award_keyed", "award_confirmed", "envy", "table_closed", "round_locked"):
+        assert problems(TOPIC, {**future, "kind": kind, "round": 1, "seat": 0}), kind
+    confirmed = {
+        **future,
+        "kind": "award_confirmed",
+        "round": 1,
+        "seat": 3,
+        "hand": "akq",
+        "meter": "main",
+        "cents": 5,
+        "by": "sup",
+    }
+    assert problems(TOPIC, confirmed) == []
+    assert problems(TOPIC, {k: v for k, v in confirmed.items() if k != "by"})
 
 
 def system_kinds_in_the_source() -> tuple[set[str], set[str], set[str]]:
@@ -256,3 +288,60 @@ def test_meter_and_status_payloads_match_their_schemas() -> None:
 
 def test_the_doc_lists_no_kind_both_published_and_not() -> None:
     assert not (documented_event_kinds() & undocumented_not_published())
+
+
+def test_the_meter_names_its_pending_awards_and_open_closures_for_a_late_sign() -> None:
+    """A sign that connects during a pending award or a closure has only the retained meter:
+    it carries the awards awaiting the supervisor and the reasons the progressive is closed."""
+    params = table(rate="0.1")
+    state = initial_state(params).state
+    state, events = play(
+        params,
+        state,
+        SetClosed(reason="operator", closed=True),
+        SetClosed(reason="operator", closed=False),
+        Sensors(present=frozenset({1, 3})),
+        Lock(),
+        KeyHand(seat=3, hand="akq-spades"),
+    )
+    keyed = next(event_payload("t1", 1, e) for e in events if e.kind == "award_keyed")
+    assert keyed is not None
+    assert meter_state(state, "main") == "pending"
+    assert pending_awards(state, "main") == [
+        {"seat": 3, "hand": "akq-spades", "cents": keyed["cents"]}
+    ]
+    assert pending_awards(state, "other") == []
+    assert closures(state) == []  # the operator's closure was ended by its table_opened
+    assert closures(state, board_online=False, ledger_ok=False) == [
+        BOARD_OFFLINE,
+        "ledger unavailable",
+    ]
+    closed, _ = play(params, state, SetClosed(reason="operator", closed=True))
+    assert closures(closed) == ["operator"]
+    meter = meter_payload(
+        table_id="t1",
+        meter_id="main",
+        units=state.balance("meter:main"),
+        seq=9,
+        state="pending",
+        ts="2026-11-21T19:05:01Z",
+        pending=pending_awards(state, "main"),
+        closed=closures(closed),
+    )
+    assert problems("progressive/table/t1/meter/main", meter) == []
+    assert problems("progressive/table/t1/meter/main", {**meter, "pending": [{"seat": 3}]})
+    assert problems("progressive/table/t1/meter/main", {**meter, "closed": "operator"})
+    state, _ = play(params, state, Confirm())
+    assert meter_state(state, "main") == "open" and pending_awards(state, "main") == []
+
+
+def test_the_signs_required_keys_per_kind_are_the_docs() -> None:
+    """The terminal sign ignores a known kind without its keys (docs/mqtt.md, "Malformed
+    messages") by ``EVENT_KEYS``: the same keys the doc's schema requires, kind by kind."""
+    schema = doc_schemas()["event"].schema
+    required: dict[str, set[str]] = {k: set() for k in documented_event_kinds()}
+    for clause in schema["allOf"]:
+        match = clause["if"]["properties"]["kind"]
+        for kind in match.get("enum", [match.get("const")]):
+            required[kind] |= set(clause["then"]["required"])
+    assert {k: set(v) for k, v in EVENT_KEYS.items()} == required

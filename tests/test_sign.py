@@ -14,6 +14,7 @@ from pathlib import Path
 import aiomqtt
 
 from progressived.broker import Mosquitto, free_port
+from progressived.mqtt.payloads import EVENT_KEYS
 from progressived.sign import SignView, _refused, big, run_sign
 from progressived.sign_broker import EXIT_NOT_AUTHORISED, BrokerLogin
 from progressived.sign_screen import HOME_CLEAR, Screen, redraw
@@ -26,6 +27,42 @@ def msg(**data: object) -> bytes:
     return json.dumps(data).encode()
 
 
+_EVENT_DEFAULTS: dict[str, object] = {
+    "ts": "2026-11-21T19:05:01Z",
+    "round": 1,
+    "seat": 0,
+    "seats": [],
+    "hand": "akq",
+    "meter": "main",
+    "cents": 0,
+    "meter_before_cents": 0,
+    "meter_after_cents": 0,
+    "reset": False,
+    "by": "supervisor",
+    "reason": "rejected",
+}
+
+
+def event_msg(**data: object) -> bytes:
+    """A whole event message: the keys its kind requires (docs/mqtt.md), defaulted."""
+    needed = ("ts", *EVENT_KEYS.get(str(data["kind"]), ()))
+    return msg(**{k: _EVENT_DEFAULTS[k] for k in needed if k not in data}, **data)
+
+
+def meter_msg(*, display: str, seq: int, state: str = "open", table: str = "t1") -> bytes:
+    """A whole meter message (a sign ignores one without its keys, docs/mqtt.md)."""
+    cents = int(display.lstrip("$").replace(",", "").replace(".", ""))
+    return msg(
+        cents=cents,
+        display=display,
+        meter="main",
+        seq=seq,
+        state=state,
+        table=table,
+        ts="2026-11-21T19:05:01Z",
+    )
+
+
 def test_big_digits_render_every_character() -> None:
     text = big("$1,234.50")
     assert len(text.splitlines()) == 5
@@ -34,14 +71,14 @@ def test_big_digits_render_every_character() -> None:
 
 def test_view_shows_meter_pending_closed_and_offline() -> None:
     view = SignView("progressive", "main", "t1")
-    assert view.apply(METER, msg(display="$1,000.45", state="open", seq=3))
+    assert view.apply(METER, meter_msg(display="$1,000.45", state="open", seq=3))
     assert view.plain() == "main $1,000.45 OPEN"
-    view.apply(METER, msg(display="$1,000.00", state="pending", seq=4))
+    view.apply(METER, meter_msg(display="$1,000.00", state="pending", seq=4))
     assert "PENDING" in view.render()
     # An older value delivered late does not go back.
-    assert not view.apply(METER, msg(display="$999.00", state="open", seq=2))
+    assert not view.apply(METER, meter_msg(display="$999.00", state="open", seq=2))
     assert view.display == "$1,000.00"
-    view.apply(METER, msg(display="$1,000.00", state="closed", seq=5))
+    view.apply(METER, meter_msg(display="$1,000.00", state="closed", seq=5))
     assert "CLOSED" in view.render()
     view.apply("progressive/table/t1/status", msg(status="offline", table="t1"))
     assert view.status_line() == "OFFLINE"
@@ -49,24 +86,30 @@ def test_view_shows_meter_pending_closed_and_offline() -> None:
 
 def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
     view = SignView("progressive", "main", "t1")
-    event = msg(
+    event = event_msg(
         kind="award_keyed", table="t1", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9
     )
     assert view.apply("progressive/table/t1/event", event, now=0.0)
-    assert "table t1 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
+    assert "PENDING: table t1 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
+    assert "WINNER" not in view.render(now=1.0)  # keyed is not paid: it may still be rejected
     assert not view.apply("progressive/table/t1/event", event, now=2.0)  # repeat, same seq
-    assert "WINNER" not in view.render(now=31.0)
+    paid = msg(**{**json.loads(event), "kind": "award_confirmed", "seq": 10, "by": "sup"})
+    assert view.apply("progressive/table/t1/event", paid, now=3.0)
+    assert "WINNER: table t1 seat 3 akq-spades $1,234.56" in view.render(now=4.0)
+    assert "WINNER" not in view.render(now=34.0)
     assert not view.apply(METER, b"\xff not json")
     assert not view.apply(METER, b"[1, 2]")
 
 
 def test_view_reads_only_its_own_table() -> None:
     view = SignView("progressive", "main", "t1")
-    assert view.apply(METER, msg(display="$1,000.00", state="open", seq=3))
+    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=3))
     # Another table's meter, its events and the old shared topic are not this sign's.
-    assert not view.apply("progressive/table/t2/meter/main", msg(display="$9.00", seq=99))
-    assert not view.apply("progressive/meter/main", msg(display="$9.00", seq=99))
-    award = msg(kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4)
+    assert not view.apply("progressive/table/t2/meter/main", meter_msg(display="$9.00", seq=99))
+    assert not view.apply("progressive/meter/main", meter_msg(display="$9.00", seq=99))
+    award = event_msg(
+        kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4
+    )
     assert not view.apply("progressive/table/t2/event", award)
     assert not view.apply("progressive/table/t2/status", msg(status="offline"))
     assert view.display == "$1,000.00" and view.status_line() == ""
@@ -76,18 +119,20 @@ def test_a_new_boot_restarts_the_seq_expectation_and_the_same_boot_does_not() ->
     view = SignView("progressive", "main", "t1")
     status = "progressive/table/t1/status"
     view.apply(status, msg(status="online", table="t1", boot="b1"))
-    assert view.apply(METER, msg(display="$9,999,999.00", state="open", seq=10**12))  # stale/forged
-    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    assert view.apply(
+        METER, meter_msg(display="$9,999,999.00", state="open", seq=10**12)
+    )  # stale/forged
+    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     # Reconnecting to the same run (retained status again) keeps the expectation...
     view.apply(status, msg(status="online", table="t1", boot="b1"))
-    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     # ...its offline will does not reset it; the next run's online status does.
     view.apply(status, msg(status="offline", table="t1", boot="b1"))
-    assert not view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     view.apply(status, msg(status="online", table="t1", boot="b2"))
-    assert view.apply(METER, msg(display="$1,000.00", state="open", seq=7))
+    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     assert view.display == "$1,000.00"
-    assert not view.apply(METER, msg(display="$999.00", state="open", seq=6))
+    assert not view.apply(METER, meter_msg(display="$999.00", state="open", seq=6))
 
 
 def test_waiting_says_for_what() -> None:
@@ -106,29 +151,37 @@ async def test_sign_subscribes_like_a_real_sign(mosquitto: Mosquitto) -> None:
     async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
         await client.publish(
             METER,
-            msg(display="$1,500.00", state="open", seq=1),
+            meter_msg(display="$1,500.00", state="open", seq=1),
             qos=1,
             retain=True,
         )
-        await client.publish(METER, msg(display="$1,500.25", state="pending", seq=2), qos=1)
+        await client.publish(METER, meter_msg(display="$1,500.25", state="pending", seq=2), qos=1)
     assert await asyncio.wait_for(sign, 10) == 0
     assert out.getvalue().splitlines() == ["main $1,500.00 OPEN", "main $1,500.25 PENDING"]
 
 
 def test_winner_banner_clears_when_that_table_locks_its_next_round() -> None:
     view = SignView("progressive", "main", "t7")
-    win = msg(
-        kind="award_keyed", table="t7", seat=3, hand="akq-spades", cents=100045, meter="main", seq=2
+    win = event_msg(
+        kind="award_confirmed",
+        table="t7",
+        seat=3,
+        hand="akq-spades",
+        cents=100045,
+        meter="main",
+        seq=2,
     )
-    view.apply("progressive/table/t7/event", msg(kind="round_locked", table="t7", seq=1), now=0.0)
+    view.apply(
+        "progressive/table/t7/event", event_msg(kind="round_locked", table="t7", seq=1), now=0.0
+    )
     assert view.apply("progressive/table/t7/event", win, now=1.0)
     assert "WINNER" in view.plain()
     # Another table's LOCK (a linked meter) leaves the banner: it is not this winner's round.
-    other = msg(kind="round_locked", table="t8", seq=2, round=4)
+    other = event_msg(kind="round_locked", table="t8", seq=2, round=4)
     view.apply("progressive/table/t8/event", other, now=2.0)
     assert "WINNER" in view.render(now=2.0)
     # The winning table's next round: the banner goes at once, well before its 30 s.
-    nxt = msg(kind="round_locked", table="t7", seq=3, round=2)
+    nxt = event_msg(kind="round_locked", table="t7", seq=3, round=2)
     assert view.apply("progressive/table/t7/event", nxt, now=3.0)
     assert "WINNER" not in view.render(now=3.0)
     assert view.plain() == "main ---- waiting..."
@@ -202,7 +255,7 @@ async def test_sign_not_on_a_terminal_appends_frames_without_escapes(mosquitto: 
     await asyncio.sleep(0.5)
     async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
         for seq, display in ((1, "$1,500.00"), (2, "$1,500.25")):
-            payload = msg(display=display, state="open", seq=seq)
+            payload = meter_msg(display=display, state="open", seq=seq)
             await client.publish(METER, payload, qos=1)
     assert await asyncio.wait_for(sign, 10) == 0
     text = out.getvalue()
@@ -300,7 +353,7 @@ async def test_the_command_takes_the_password_from_a_file_or_the_environment(
         ) as controller:
             await controller.publish(
                 "progressive/table/tcp-07/meter/main",
-                msg(display="$1,000.45", state="open", seq=3),
+                meter_msg(display="$1,000.45", state="open", seq=3, table="tcp-07"),
                 qos=1,
                 retain=True,
             )
@@ -348,7 +401,7 @@ async def test_tls_with_the_brokers_ca_and_a_clear_line_without_it() -> None:
         ) as controller:
             await controller.publish(
                 "progressive/table/tcp-07/meter/main",
-                msg(display="$1,000.45", state="open", seq=3),
+                meter_msg(display="$1,000.45", state="open", seq=3, table="tcp-07"),
                 qos=1,
                 retain=True,
             )
@@ -375,3 +428,41 @@ async def test_tls_with_the_brokers_ca_and_a_clear_line_without_it() -> None:
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"sign: broker mqtts://127.0.0.1:{broker.port} unreachable (")
     assert "CERTIFICATE_VERIFY_FAILED" in lines[0]
+
+
+def test_a_pending_banner_goes_when_the_award_is_turned_off() -> None:
+    view = SignView("progressive", "main", "t1")
+    keyed = event_msg(
+        kind="award_keyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=4
+    )
+    view.apply("progressive/table/t1/event", keyed, now=0.0)
+    assert "PENDING: table t1 seat 3 akq $5.00" in view.plain()
+    off = event_msg(
+        kind="award_unkeyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=5
+    )
+    assert view.apply("progressive/table/t1/event", off, now=1.0)
+    assert "PENDING" not in view.render(now=1.0)
+
+
+def test_the_view_ignores_malformed_meters_and_events_whole() -> None:
+    """docs/mqtt.md, "Malformed messages": the last good value stays; nothing crashes."""
+    view = SignView("progressive", "main", "t1")
+    assert view.apply(METER, meter_msg(display="$5.00", seq=3))
+    good = json.loads(meter_msg(display="$6.00", seq=4))
+    for bad in (
+        {**good, "state": "jackpot"},
+        {**good, "display": "6 dollars"},
+        {**good, "table": "t2"},
+        {**good, "meter": "mini"},
+        {**good, "cents": "600"},
+    ):
+        assert not view.apply(METER, msg(**bad)), bad
+    assert (view.display, view.state, view.seq) == ("$5.00", "open", 3)
+    event = "progressive/table/t1/event"
+    assert not view.apply(event, msg(kind="award_keyed", seq="x"))  # used to raise ValueError
+    short = json.loads(event_msg(kind="award_confirmed", table="t1", seat=3, meter="main", seq=5))
+    del short["cents"]
+    assert not view.apply(event, msg(**short))
+    assert view.banner == ""
+    # An unknown kind is no error: ignored (changes nothing).
+    assert not view.apply(event, event_msg(kind="new_kind", table="t1", seq=6))

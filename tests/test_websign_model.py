@@ -169,3 +169,46 @@ def test_the_banner_goes_when_the_winning_table_locks_its_next_round() -> None:
     # ...the next round's LOCK clears it well before its 30 s.
     floor.apply(ev, msg(kind="round_locked", table="t1", seq=7, round=5, seat=0, seats=[3]), 3)
     assert src.as_json(now=3)["banner"] is None
+
+
+def test_a_late_sign_shows_the_pending_award_and_why_closed_from_the_retained_meter() -> None:
+    """A sign that connects during a pending award or a closure gets no past events."""
+    floor = Floor()
+    floor.apply(f"{T}/t1/status", msg(status="online", table="t1", boot="b1"), 0)
+    late = json.loads(meter(100_006, 19, state="pending"))
+    late["pending"] = [{"seat": 3, "hand": "akq-spades", "cents": 100_045}]
+    late["closed"] = ["operator"]
+    assert floor.apply(f"{T}/t1/meter/main", msg(**late), 0) == "table/t1"
+    src = floor.sources["table/t1"]
+    assert [(a.meter, a.seat, a.hand, a.cents) for a in src.pending] == [
+        ("main", 3, "akq-spades", 100_045)
+    ]
+    assert src.why_closed() == "closed by an operator"
+    # The award_keyed of that same change, arriving after its meter, adds no second line.
+    assert floor.apply(f"{T}/t1/event", award("award_keyed", 19), 0) is None
+    assert len(src.pending) == 1
+    # An older table_closed delivered after a meter that already lists the closures is old news.
+    opened = json.loads(meter(100_006, 21))
+    opened["pending"], opened["closed"] = [], []
+    floor.apply(f"{T}/t1/meter/main", msg(**opened), 1)
+    closed = msg(kind="table_closed", table="t1", seq=20, round=1, seat=0, reason="operator")
+    assert floor.apply(f"{T}/t1/event", closed, 1) is None
+    assert src.why_closed() == "" and src.pending == []
+
+
+def test_an_unknown_meter_state_is_malformed_not_open() -> None:
+    floor = Floor()
+    floor.apply(f"{T}/t1/meter/main", meter(100, 1, state="closed"), 0)
+    assert floor.apply(f"{T}/t1/meter/main", meter(200, 2, state="jackpot"), 0) is None
+    assert "jackpot" in floor.problem
+    shown = floor.sources["table/t1"].meters["main"]
+    assert (shown.cents, shown.state) == (100, "closed")
+
+
+def test_an_approved_split_award_no_longer_awaits_the_supervisor() -> None:
+    floor = Floor()
+    ev = f"{T}/t1/event"
+    floor.apply(ev, award("award_keyed", 5), 0)
+    assert floor.apply(ev, award("award_approved", 6, by="sup"), 1) == "table/t1"
+    src = floor.sources["table/t1"]
+    assert src.pending == [] and src.as_json(now=1)["banner"] is None  # not paid yet

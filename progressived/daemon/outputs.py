@@ -16,7 +16,13 @@ from progressived.board import BoardDriver
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
 from progressived.lights import Light, lights
-from progressived.mqtt.payloads import meter_payload, meter_state, meter_units
+from progressived.mqtt.payloads import (
+    closures,
+    meter_payload,
+    meter_state,
+    meter_units,
+    pending_awards,
+)
 from progressived.mqtt.publisher import SignPublisher
 
 log = structlog.get_logger("progressived")
@@ -39,6 +45,12 @@ class Outputs:
         j = self.journal
         params, state = j.params, j.state
         head = j.ledger.head_seq
+        # Stamped by the journal's clock: never earlier than the row ``head`` (or any before),
+        # and never earlier than the meter message before it, even if the wall clock steps back.
+        ts = j.journal_clock.stamp()
+        closed = closures(
+            state, board_online=self.health.board_online, ledger_ok=self.health.ledger_ok
+        )
         for meter in params.meters:
             shown_state = meter_state(state, meter.id, self.health.board_online)
             if not self.health.ledger_ok:
@@ -51,7 +63,9 @@ class Outputs:
                     units=meter_units(state, meter.id),
                     seq=head,
                     state=shown_state,
-                    ts=j.clock(),
+                    ts=ts,
+                    pending=pending_awards(state, meter.id),
+                    closed=closed,
                 ),
             )
         self.publisher.wake()

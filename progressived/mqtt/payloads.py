@@ -15,6 +15,7 @@ Every topic a controller writes carries its table id, so a broker ACL
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -84,10 +85,46 @@ def meter_state(state: TableState, meter_id: str, board_online: bool = True) -> 
     return "open"
 
 
+# Closure reasons the meter names that no ``table_closed`` event carries (docs/mqtt.md).
+BOARD_OFFLINE = "board offline"  # the same reason the daemon journals (daemon/board_input.py)
+LEDGER_UNAVAILABLE = "ledger unavailable"  # the ledger refuses writes: nothing can be journaled
+
+
+def pending_awards(state: TableState, meter_id: str) -> list[dict[str, Any]]:
+    """The meter's awards awaiting the supervisor, in keyed order, as a late sign shows them."""
+    return [
+        {"seat": a.seat, "hand": a.hand, "cents": cents(a.units)}
+        for a in state.pending
+        if a.meter == meter_id
+    ]
+
+
+def closures(state: TableState, *, board_online: bool = True, ledger_ok: bool = True) -> list[str]:
+    """The open closures: every ``table_closed`` reason not yet ended by its ``table_opened``,
+    plus what closes the progressive without an event (the board or the ledger gone)."""
+    reasons = set(state.closed)
+    if not board_online:
+        reasons.add(BOARD_OFFLINE)
+    if not ledger_ok:
+        reasons.add(LEDGER_UNAVAILABLE)
+    return sorted(reasons)
+
+
 def meter_payload(
-    *, table_id: str, meter_id: str, units: int, seq: int, state: str, ts: str
+    *,
+    table_id: str,
+    meter_id: str,
+    units: int,
+    seq: int,
+    state: str,
+    ts: str,
+    pending: list[dict[str, Any]] | None = None,
+    closed: list[str] | None = None,
 ) -> dict[str, Any]:
-    return {
+    """``pending`` and ``closed`` (added after 0.1.0) let a sign that connects late show the
+    award awaiting the supervisor and why the progressive is closed from the retained meter
+    alone; they are left out when not given (an older controller sends neither)."""
+    out: dict[str, Any] = {
         "meter": meter_id,
         "table": table_id,
         "cents": cents(units),
@@ -96,6 +133,11 @@ def meter_payload(
         "state": state,
         "ts": ts,
     }
+    if pending is not None:
+        out["pending"] = pending
+    if closed is not None:
+        out["closed"] = closed
+    return out
 
 
 def status_payload(
@@ -221,6 +263,74 @@ def system_payload(
 ) -> dict[str, Any]:
     """A system event a sign should show (board offline/online, errors, rejected keys)."""
     return {"kind": kind, "table": table_id, "seq": seq, "ts": ts, **detail}
+
+
+# What a sign checks before it shows a message (docs/mqtt.md, "Malformed messages").
+METER_STATES = ("open", "pending", "closed")
+_DISPLAY = re.compile(r"\$[0-9,]+\.[0-9]{2}")
+_ROUND = ("round", "seat")
+_AWARD = ("hand", "meter", "cents")
+_MOVED = (*_AWARD, "meter_before_cents", "meter_after_cents")
+# The keys each known event kind must carry besides kind, table, seq and ts.
+EVENT_KEYS: dict[str, tuple[str, ...]] = {
+    "round_locked": (*_ROUND, "seats"),
+    "award_keyed": (*_ROUND, *_MOVED, "reset"),
+    "award_confirmed": (*_ROUND, *_AWARD, "by"),
+    "award_approved": (*_ROUND, *_AWARD, "by"),
+    "award_rejected": (*_ROUND, *_MOVED, "reason"),
+    "award_unkeyed": (*_ROUND, *_MOVED, "reason"),
+    "award_reversed": (*_ROUND, *_MOVED, "reason"),
+    "hand_keyed": (*_ROUND, "hand", "source", "cents"),
+    "hand_unkeyed": (*_ROUND, "hand", "source", "cents"),
+    "envy": (*_ROUND, "hand", "from_seat", "cents"),
+    "tray_paid": (*_ROUND, "hand", "cents"),
+    "round_reconciled": (*_ROUND, "settlement"),
+    "round_voided": (*_ROUND, "by"),
+    "table_closed": (*_ROUND, "reason"),
+    "table_opened": (*_ROUND, "reason"),
+    "late_bet": (*_ROUND, "present"),
+    "daemon_started": ("version", "config_digest", "head_seq"),
+    "self_check": ("ok", "problems", "software_sha256", "software_crc16", "software_files"),
+    "board_online": ("board_id", "protocol_version"),
+    "board_offline": ("reason",),
+    "command_rejected": ("command", "reason", "code"),
+    "key_refused": ("code", "reason"),
+    "operator_close": ("operator", "reason", "uid", "pid"),
+    "operator_open": ("operator", "reason", "uid", "pid"),
+    "control_refused": ("uid", "pid", "reason"),
+    "parameter_changed": ("changes", "operator", "approver", "reason", "config_digest", "uid"),
+}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def meter_problem(data: Mapping[str, Any], table_id: str, meter_id: str) -> str:
+    """Why a sign must not show this meter message ("" when it may)."""
+    if not _is_int(data.get("cents")) or not _is_int(data.get("seq")):
+        return "a meter needs integer cents and seq"
+    if data.get("state") not in METER_STATES:
+        return f"unknown meter state {data.get('state')!r}"
+    display = data.get("display")
+    if not isinstance(display, str) or not _DISPLAY.fullmatch(display):
+        return f"display {display!r} is not dollars and cents"
+    if data.get("table") != table_id or data.get("meter") != meter_id:
+        return "its table or meter is not the topic's"
+    return ""
+
+
+def event_problem(data: Mapping[str, Any], table_id: str) -> str:
+    """Why a sign must ignore this event ("" when it may act on it; an unknown kind is fine
+    here and is then ignored by the sign)."""
+    if not _is_int(data.get("seq")):
+        return "an event needs an integer seq"
+    if data.get("table") != table_id:
+        return "its table is not the topic's"
+    missing = [k for k in EVENT_KEYS.get(str(data.get("kind")), ()) if k not in data]
+    if missing:
+        return f"a {data.get('kind')} event without {', '.join(missing)}"
+    return ""
 
 
 def meter_units(state: TableState, meter_id: str) -> int:

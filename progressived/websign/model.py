@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SOURCE_KINDS = ("table",)  # "link" joins when links ship (issue 13)
-_SEEN_EVENTS_KEPT = 4096
+_SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
 # table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
-_REASONS = {
-    "operator": "closed by an operator"
-}  # recent event seqs remembered per source, to drop redeliveries
+_REASONS = {"operator": "closed by an operator"}
 
 
 def dollars(cents: int) -> str:
@@ -40,6 +38,9 @@ class Meter:
     state: str = "waiting"
     seq: int = -1
     boot: str = ""
+    # The last message carried ``pending`` (docs/mqtt.md): the awards awaiting the supervisor
+    # come from the meter, and an award_keyed no newer than it does not add one.
+    lists_pending: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +86,7 @@ class Source:
     boot: str = ""
     meters: dict[str, Meter] = field(default_factory=dict)
     closed_reasons: set[str] = field(default_factory=set)
+    closed_seq: int = -1  # seq of the last meter that listed the closures (events up to it are old)
     pending: list[Award] = field(default_factory=list)
     banner: Award | None = None
     envy_round: int = -1
@@ -191,6 +193,7 @@ class Floor:
             for meter in src.meters.values():
                 meter.seq = -1
             src.closed_reasons.clear()
+            src.closed_seq = -1
             src.pending.clear()
         src.status = str(status)
         return True
@@ -203,11 +206,29 @@ class Floor:
         meter = src.meters.setdefault(meter_id, Meter(meter_id))
         if seq < meter.seq:
             return False  # older than the value already shown
+        state = data.get("state")
+        if state not in ("open", "pending", "closed"):
+            self.problem = f"meter state {state!r} is not open, pending or closed"
+            return False
         meter.seq, meter.cents, meter.boot = seq, cents, src.boot
         display = data.get("display")
         meter.display = display if isinstance(display, str) else dollars(cents)
-        state = data.get("state")
-        meter.state = state if state in ("open", "pending", "closed") else "open"
+        meter.state = str(state)
+        pending = data.get("pending")
+        meter.lists_pending = isinstance(pending, list)
+        if isinstance(pending, list):
+            # What awaits the supervisor on this meter now, for a sign that saw no award_keyed.
+            src.pending = [a for a in src.pending if a.meter != meter_id] + [
+                Award(
+                    meter_id, _int(p.get("seat")), str(p.get("hand", "")), _int(p.get("cents")), -1
+                )
+                for p in pending
+                if isinstance(p, dict)
+            ]
+        closed = data.get("closed")
+        if isinstance(closed, list):
+            src.closed_reasons = {str(r) for r in closed}
+            src.closed_seq = max(src.closed_seq, seq)
         return True
 
     def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:
@@ -229,20 +250,23 @@ class Floor:
             _int(data.get("cents")),
             rnd,
         )
-        same = (award.meter, award.seat, award.hand, award.round)
+        same = (award.meter, award.seat, award.hand)
 
         def others() -> list[Award]:
-            return [a for a in src.pending if (a.meter, a.seat, a.hand, a.round) != same]
+            return [a for a in src.pending if (a.meter, a.seat, a.hand) != same]
 
+        shown = src.meters.get(award.meter)
         match kind:
             case "award_keyed":
+                if shown is not None and shown.lists_pending and shown.seq >= seq:
+                    return False  # the meter, newer, already says what awaits the supervisor
                 src.pending = [*others(), award]
             case "award_confirmed":
                 src.pending = others()
                 award.until = now + self.banner_s
                 src.banner = award
-            case "award_rejected" | "award_unkeyed" | "award_reversed":
-                src.pending = others()
+            case "award_rejected" | "award_unkeyed" | "award_reversed" | "award_approved":
+                src.pending = others()  # approved (split): no longer awaits the supervisor
             case "round_locked":
                 if rnd != src.envy_round:
                     src.envy_round, src.envy = rnd, []
@@ -262,6 +286,8 @@ class Floor:
                         "display": dollars(_int(data.get("cents"))),
                     }
                 )
+            case "table_closed" | "table_opened" if seq <= src.closed_seq:
+                return False  # a meter as new or newer already listed the closures
             case "table_closed":
                 src.closed_reasons.add(str(data.get("reason", "closed")))
             case "table_opened":
