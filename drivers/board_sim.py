@@ -18,24 +18,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from drivers import protocol as p
-from drivers.board_sim_script import SimCommandError, format_lights, run_sim_command
+from drivers.board_sim_script import (
+    SIM_COMMANDS_HELP,
+    SimCommandError,
+    format_lights,
+    run_sim_command,
+)
 from progressived.lights import Light
-
-SIM_COMMANDS_HELP = """\
-bet SEAT | place SEAT     a progressive wager appears on SEAT's sensor
-unbet SEAT | remove SEAT  the wager leaves SEAT's sensor
-key CODE | press CODE     press a keypad key (code as in the keypad map, e.g. LOCK, S3, H1)
-supervisor on|off         turn the supervisor key switch
-unplug | replug           pull / put back the USB cable (the pty disappears / comes back)
-freeze | thaw             the board hangs (sends nothing, reads nothing) / recovers
-reboot                    the board restarts (new boot id, sequences restart)
-noise N                   send N random bytes on the line
-error CODE TEXT           the board reports an error
-sleep SECONDS             wait
-lights | status           print the lights / the board's state
-help                      this list
-quit                      stop the simulator
-# ...                     a comment"""
 
 __all__ = ["SIM_COMMANDS_HELP", "SIM_FAULTS", "BoardSimulator", "SimCommandError", "format_lights"]
 
