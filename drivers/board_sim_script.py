@@ -33,7 +33,8 @@ class SimulatedBoard(Protocol):
     """What the command language drives (:class:`drivers.board_sim.BoardSimulator`); a
     Protocol, so this module and the simulator do not import each other."""
 
-    path: str | None
+    @property
+    def path(self) -> str | None: ...
 
     @property
     def lights(self) -> dict[int, Light]: ...
