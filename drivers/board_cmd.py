@@ -15,7 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from drivers.board_sim import SIM_COMMANDS_HELP, BoardSimulator, SimCommandError
+from drivers.board_sim import BoardSimulator, SimCommandError
+from drivers.board_sim_script import SIM_COMMANDS_HELP
 
 
 def register(sub: Any) -> None:

@@ -4,7 +4,9 @@ The daemon and the tests reach it through the real serial driver: the simulator 
 master side of a pty and the driver opens the slave path (or the ``link`` symlink to it,
 which plays the part of ``/dev/serial/by-id/...``). ``unplug()`` closes the pty and removes
 the link, so the driver sees the device disappear; ``replug()`` makes a new pty at the same
-link. Used by ``progressivectl simulate-board`` and by the tests.
+link. Used by ``progressivectl simulate-board`` and by the tests. This module is the
+board's behaviour; the pty and the link under it are :mod:`drivers.sim_pty`, the command
+language :mod:`drivers.board_sim_script`.
 """
 
 from __future__ import annotations
@@ -13,29 +15,18 @@ import asyncio
 import contextlib
 import os
 import secrets
-import tty
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from drivers import protocol as p
-from drivers.board_sim_script import SimCommandError, format_lights, run_sim_command
+from drivers.board_sim_script import (
+    SIM_COMMANDS_HELP,
+    SimCommandError,
+    format_lights,
+    run_sim_command,
+)
+from drivers.sim_pty import SimPty
 from progressived.lights import Light
-
-SIM_COMMANDS_HELP = """\
-bet SEAT | place SEAT     a progressive wager appears on SEAT's sensor
-unbet SEAT | remove SEAT  the wager leaves SEAT's sensor
-key CODE | press CODE     press a keypad key (code as in the keypad map, e.g. LOCK, S3, H1)
-supervisor on|off         turn the supervisor key switch
-unplug | replug           pull / put back the USB cable (the pty disappears / comes back)
-freeze | thaw             the board hangs (sends nothing, reads nothing) / recovers
-reboot                    the board restarts (new boot id, sequences restart)
-noise N                   send N random bytes on the line
-error CODE TEXT           the board reports an error
-sleep SECONDS             wait
-lights | status           print the lights / the board's state
-help                      this list
-quit                      stop the simulator
-# ...                     a comment"""
 
 __all__ = ["SIM_COMMANDS_HELP", "SIM_FAULTS", "BoardSimulator", "SimCommandError", "format_lights"]
 
@@ -80,8 +71,6 @@ class BoardSimulator:
         self.present: set[int] = set()
         self.supervisor_on = False
         self.frozen = False
-        self.plugged = False
-        self.path: str | None = None
         self.counters: dict[str, int] = {
             "frames_sent": 0,
             "tx_dropped": 0,
@@ -94,14 +83,11 @@ class BoardSimulator:
             "unexpected": 0,
         }
         self._lights: dict[int, Light] = dict.fromkeys(range(1, seats + 1), Light.CLOSED)
-        self._master: int | None = None
-        self._slave: int | None = None
+        self._pty = SimPty(self.link, self._readable, self._dropped)
         self._decoder = p.FrameDecoder()
         self._task: asyncio.Task[None] | None = None
         self._last_controller_rx: float | None = None
         self._failsafe = False
-        self._streaming = False
-        self._deferred: list[bytes] = []
         self._boot()
 
     # ------------------------------------------------------------------ state
@@ -122,6 +108,18 @@ class BoardSimulator:
     def decoder_counters(self) -> dict[str, int]:
         return dict(self._decoder.counters)
 
+    @property
+    def plugged(self) -> bool:
+        return self._pty.plugged
+
+    @property
+    def path(self) -> str | None:
+        """The pty's slave path (the link points at it); None before the first start."""
+        return self._pty.path
+
+    def _dropped(self, count: int) -> None:
+        self.counters["tx_dropped"] += count  # nobody reading: the UART drops
+
     def _out(self, line: str) -> None:
         if self.on_output is not None:
             self.on_output(line)
@@ -135,36 +133,13 @@ class BoardSimulator:
         return path
 
     def _open(self) -> str:
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        os.set_blocking(master, False)
-        self._master, self._slave = master, slave
-        self.path = os.ttyname(slave)
-        if self.link is not None:
-            tmp = self.link.with_name(self.link.name + ".tmp")
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            tmp.symlink_to(self.path)
-            tmp.replace(self.link)
-        self.plugged = True
         self._decoder.reset()
-        asyncio.get_running_loop().add_reader(master, self._readable)
+        path = self._pty.open()
         self._hello()
-        return str(self.link) if self.link is not None else self.path
+        return path
 
     def _close(self) -> None:
-        if self._master is not None:
-            with contextlib.suppress(Exception):
-                asyncio.get_running_loop().remove_reader(self._master)
-            for fd in (self._master, self._slave):
-                if fd is not None:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-        self._master = self._slave = None
-        self.plugged = False
-        if self.link is not None and self.link.is_symlink():
-            with contextlib.suppress(FileNotFoundError):
-                self.link.unlink()
+        self._pty.close()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -178,21 +153,7 @@ class BoardSimulator:
 
     def send_raw(self, data: bytes) -> None:
         """Bytes on the line exactly as given (noise, crafted or replayed frames)."""
-        if not self.plugged or self._master is None:
-            return
-        if self._streaming:
-            self._deferred.append(bytes(data))
-            return
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._master, view)
-            except BlockingIOError:
-                self.counters["tx_dropped"] += len(view)  # nobody reading: the UART drops
-                return
-            except OSError:
-                return
-            view = view[written:]
+        self._pty.write(data)
 
     async def send_frames(self, frames: Iterable[bytes], piece: int = 4096) -> None:
         """Write many whole frames without dropping any (waits while the pty is full).
@@ -200,33 +161,7 @@ class BoardSimulator:
         Frames the board sends meanwhile (heartbeats) go on the line between pieces, never
         inside a frame. Used for floods and fuzzing.
         """
-        self._streaming = True
-        try:
-            batch: list[bytes] = []
-            size = 0
-            for frame in frames:
-                batch.append(frame)
-                size += len(frame)
-                if size >= piece:
-                    await self._write_all(b"".join(batch))
-                    batch, size = [], 0
-            await self._write_all(b"".join(batch))
-        finally:
-            self._streaming = False
-
-    async def _write_all(self, data: bytes) -> None:
-        chunks = [data]
-        while chunks:
-            view = memoryview(chunks.pop(0))
-            while view and self.plugged and self._master is not None:
-                try:
-                    view = view[os.write(self._master, view) :]
-                except BlockingIOError:
-                    await asyncio.sleep(0.001)
-                except OSError:
-                    return
-            chunks += self._deferred  # frames the board sent meanwhile, whole
-            self._deferred.clear()
+        await self._pty.write_frames(frames, piece)
 
     def frame(self, msg: p.Message, seq: int | None = None) -> bytes:
         """The wire bytes of ``msg`` with the next sequence number (or ``seq``)."""
@@ -293,14 +228,7 @@ class BoardSimulator:
     # ------------------------------------------------------------------ receiving
 
     def _readable(self) -> None:
-        if self._master is None:
-            return
-        try:
-            data = os.read(self._master, 65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            return  # EIO: nobody has the slave open
+        data = self._pty.read()
         if self.frozen or not data:
             return
         for frame in self._decoder.feed(data):

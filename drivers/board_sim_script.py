@@ -1,5 +1,6 @@
 """The simulator's command language (``simulate-board --script`` and stdin; the list is
-``drivers.board_sim.SIM_COMMANDS_HELP``)."""
+:data:`SIM_COMMANDS_HELP`), kept apart from the simulator so the words a tester types and
+the board they drive can change separately."""
 
 from __future__ import annotations
 
@@ -10,12 +11,30 @@ from typing import Protocol
 from drivers import protocol as p
 from progressived.lights import Light
 
+#: The command language, one line per command (printed by ``help`` and ``--help``).
+SIM_COMMANDS_HELP = """\
+bet SEAT | place SEAT     a progressive wager appears on SEAT's sensor
+unbet SEAT | remove SEAT  the wager leaves SEAT's sensor
+key CODE | press CODE     press a keypad key (code as in the keypad map, e.g. LOCK, S3, H1)
+supervisor on|off         turn the supervisor key switch
+unplug | replug           pull / put back the USB cable (the pty disappears / comes back)
+freeze | thaw             the board hangs (sends nothing, reads nothing) / recovers
+reboot                    the board restarts (new boot id, sequences restart)
+noise N                   send N random bytes on the line
+error CODE TEXT           the board reports an error
+sleep SECONDS             wait
+lights | status           print the lights / the board's state
+help                      this list
+quit                      stop the simulator
+# ...                     a comment"""
+
 
 class SimulatedBoard(Protocol):
     """What the command language drives (:class:`drivers.board_sim.BoardSimulator`); a
     Protocol, so this module and the simulator do not import each other."""
 
-    path: str | None
+    @property
+    def path(self) -> str | None: ...
 
     @property
     def lights(self) -> dict[int, Light]: ...

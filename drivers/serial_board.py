@@ -23,10 +23,7 @@ from drivers import protocol as p
 from drivers.base import (
     BoardEvent,
     BoardOffline,
-    BoardOnline,
     KeyPressed,
-    SensorsReported,
-    SupervisorKey,
 )
 from drivers.board_settings import (
     DRIVER_COUNTERS,
@@ -34,6 +31,7 @@ from drivers.board_settings import (
     board_settings_from_config,
     light_codes,
 )
+from drivers.serial_receive import BoardReceiver
 from drivers.wire_log import DriverLog
 from progressived.lights import Light
 
@@ -64,7 +62,7 @@ def _factory(link: _Link) -> Callable[[], _Link]:
     return lambda: link
 
 
-class SerialBoardDriver:
+class SerialBoardDriver(BoardReceiver):
     """A :class:`drivers.base.BoardDriver` for a sensor board on a serial port."""
 
     def __init__(
@@ -286,126 +284,6 @@ class SerialBoardDriver:
         self._log.warning("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
-    # ------------------------------------------------------------------ receiving
-
-    def _on_data(self, data: bytes) -> None:
-        try:
-            for frame in self._decoder.feed(data):
-                self._on_frame(frame)
-        except Exception:
-            self._counters["internal_errors"] += 1
-            self._log.exception("board.receive_failed")
-
-    def _on_frame(self, frame: p.Frame) -> None:
-        if frame.type & p.CONTROLLER_BIT:
-            self._counters["wrong_direction"] += 1
-            self._log.frame_error("wrong_direction", frame)
-            return
-        try:
-            msg = p.decode_message(frame)
-        except p.ProtocolError as exc:
-            self._counters["bad_payload"] += 1
-            self._log.frame_error("bad_payload", frame, error=str(exc))
-            return
-        if isinstance(msg, p.Hello):
-            self._on_hello(frame, msg)
-            return
-        if not self._have_hello:
-            self._counters["unexpected"] += 1
-            return
-        diff = p.seq_diff(frame.seq, self._rx_seq)
-        if diff == 0:
-            self._counters["duplicates"] += 1
-            self._log.frame_error("duplicate", frame, expected_after=self._rx_seq)
-            return
-        if diff < 0:
-            self._counters["reordered"] += 1
-            self._log.frame_error("reordered", frame, expected_after=self._rx_seq)
-            return
-        if isinstance(msg, p.State) and (reason := self._invalid_state(msg)):
-            self._counters["bad_payload"] += 1
-            self._log.frame_error("bad_payload", frame, error=reason)
-            return
-        self._counters["gaps"] += diff - 1
-        self._rx_seq = frame.seq
-        self._last_rx = self._now()
-        if isinstance(msg, p.Heartbeat):
-            self._counters["heartbeats"] += 1
-        elif isinstance(msg, p.State):
-            self._on_state(frame, msg)
-        elif isinstance(msg, p.Key):
-            self._on_key(msg)
-        elif isinstance(msg, p.Ack):
-            self._counters["acks"] += 1
-            if msg.seq == self._lights_seq:
-                self._lights_seq = None
-                self._lights_unacked_since = None
-                self._counters["lights_acked"] += 1
-        elif isinstance(msg, p.BoardErrorReport):
-            self._counters["board_errors"] += 1
-            self.last_board_error = (msg.code, msg.text)
-            self._log.error(
-                "board.error_report",
-                board_id=self._board_id,
-                code=msg.code,
-                code_name=msg.code_name,
-                text=msg.text,
-            )
-        else:  # a controller message type without the controller bit cannot happen
-            self._counters["bad_payload"] += 1
-
-    def _on_hello(self, frame: p.Frame, hello: p.Hello) -> None:
-        """Every board HELLO resets the expectation to its ``seq`` (docs/protocol.md).
-
-        A HELLO with a ``boot_id`` not seen before (a board that booted or rebooted) is
-        answered with a C_HELLO numbered 1, so a board that drops everything before the
-        controller's hello resynchronises at once. A same-boot HELLO is not answered: the
-        board already had our hello this boot (answering it could ping-pong on a slow
-        line); a board that lost our numbering anyway stops acknowledging LIGHTS, which
-        makes :meth:`_tick` send a C_HELLO.
-        """
-        if self.settings.seats is not None and hello.seats < self.settings.seats:
-            self._counters["bad_payload"] += 1
-            self._log.error(
-                "board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats
-            )
-            return
-        now = self._now()
-        same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
-        self._counters["hellos"] += 1
-        if not same_boot:
-            if self._online:
-                self._go_offline(
-                    "board rebooted" if hello.board_id == self._board_id else "board replaced"
-                )
-            if self._board_id:
-                self._counters["reboots"] += 1
-            self._board_id, self._boot_id = hello.board_id, hello.boot_id
-            self._last_key = self._acked_key = hello.key_base
-        elif self._have_hello and p.seq_diff(frame.seq, self._rx_seq) <= 0:
-            self._log.info(
-                "board.hello_resets_sequence",
-                board_id=hello.board_id,
-                seq=frame.seq,
-                previous=self._rx_seq,
-            )
-        self._board_seats = hello.seats
-        self._rx_seq = frame.seq
-        self._last_rx = now
-        self._have_hello = True
-        if not self._online:
-            self._online = True
-            self._present = None
-            self._counters["online_events"] += 1
-            self._log.info("board.online", board_id=hello.board_id, boot_id=f"{hello.boot_id:08x}")
-            self._emit(BoardOnline(board_id=hello.board_id, protocol_version=frame.version))
-        if not same_boot:
-            self._tx_seq = 0  # our numbering restarts with the hello to a new boot
-            self._send_controller_hello()
-        self._send(p.KeyAck(self._acked_key))
-        if self._lights is not None:
-            self._send_lights()
-
     def key_handled(self, event: KeyPressed) -> None:
         """The daemon has journaled (or refused) the presses up to ``event``: acknowledge them.
 
@@ -419,39 +297,3 @@ class SerialBoardDriver:
             self._acked_key = min(event.key_seq, self._last_key)
             if self._transport is not None:
                 self._send(p.KeyAck(self._acked_key))
-
-    def _invalid_state(self, state: p.State) -> str:
-        """Why a STATE cannot be applied ('' when it can)."""
-        if state.seats != self._board_seats:
-            return f"STATE has {state.seats} seats, the board's HELLO {self._board_seats}"
-        limit = self.settings.seats or self._board_seats
-        beyond = sorted(seat for seat in state.present if seat > limit)
-        return f"wager on seat {beyond[0]} beyond the table's {limit}" if beyond else ""
-
-    def _on_state(self, frame: p.Frame, state: p.State) -> None:
-        self._counters["states"] += 1
-        if state.present != self._present:
-            self._present = state.present
-            self._emit(SensorsReported(present=state.present, board_seq=frame.seq))
-        if state.supervisor != self._supervisor:
-            self._supervisor = state.supervisor
-            self._emit(SupervisorKey(on=state.supervisor))
-
-    def _on_key(self, key: p.Key) -> None:
-        if key.key_seq <= self._last_key:
-            self._counters["duplicate_keys"] += 1
-        elif key.key_seq > self._last_key + 1:
-            self._counters["keys_out_of_order"] += 1
-        else:
-            self._last_key = key.key_seq
-            self._counters["keys"] += 1
-            self._emit(
-                KeyPressed(
-                    code=key.code,
-                    key_seq=key.key_seq,
-                    board_id=self._board_id,
-                    boot_id=self._boot_id,
-                    idempotency_key=f"{self._board_id}:{self._boot_id:08x}:{key.key_seq}",
-                )
-            )
-        self._send(p.KeyAck(self._acked_key))

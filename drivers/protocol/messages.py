@@ -1,37 +1,19 @@
-"""The controller <-> table sensor-board wire protocol, version 1 (see docs/protocol.md).
+"""The messages of protocol v1 in both directions (docs/protocol.md, "Messages").
 
-Pure code, no I/O: the frame codec (COBS framing between ``0x00`` delimiters, CRC-32),
-the resynchronising stream decoder, the messages of both directions and sequence-number
-arithmetic. The serial driver, the board simulator and the fuzz tests all use it.
-
-A frame on the wire is ``0x00 COBS(body) 0x00`` where ``body`` is::
-
-    version u8 | type u8 | seq u16 | payload (0..MAX_PAYLOAD bytes) | crc32 u32
-
-(big-endian; the CRC is ``zlib.crc32`` of everything before it: CRC-32/ISO-HDLC).
+Why a module of its own: each message's payload layout and its validity rules, apart
+from the framing that carries them; a CRC-checked :class:`Frame` in, a typed message out
+(and back).
 """
 
 from __future__ import annotations
 
 import enum
 import struct
-import zlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-PROTOCOL_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({PROTOCOL_VERSION})
-DELIMITER = 0x00
-HEADER = struct.Struct(">BBH")
-CRC = struct.Struct(">I")
-MAX_PAYLOAD = 64
-MIN_BODY = HEADER.size + CRC.size
-MAX_BODY = MIN_BODY + MAX_PAYLOAD
-#: The longest COBS encoding of a MAX_BODY body (one overhead byte per 254 bytes).
-MAX_ENCODED = MAX_BODY + MAX_BODY // 254 + 1
-#: The longest frame on the wire: MAX_ENCODED plus the two delimiters (72 + 1 + 2 = 75 bytes).
-MAX_WIRE = MAX_ENCODED + 2
-SEQ_MOD = 1 << 16
+from drivers.protocol.framing import SEQ_MOD, Frame, ProtocolError, encode_frame
+
 MAX_SEATS = 32
 MAX_ID_LEN = 32
 MAX_CODE_LEN = 16
@@ -66,194 +48,6 @@ class LightCode(enum.IntEnum):
     LOCKED = 2  # wager locked in for the round
     WINNER = 3  # winning hand keyed at this seat
     CLOSED = 4  # progressive closed
-
-
-class ProtocolError(ValueError):
-    """A frame or payload that does not follow the protocol."""
-
-
-# --------------------------------------------------------------------------- COBS
-
-
-def cobs_encode(data: bytes) -> bytes:
-    """Consistent Overhead Byte Stuffing: the result contains no zero byte."""
-    out = bytearray()
-    block = bytearray()
-    for byte in data:
-        if byte == 0:
-            out.append(len(block) + 1)
-            out += block
-            block.clear()
-        else:
-            block.append(byte)
-            if len(block) == 254:
-                out.append(255)
-                out += block
-                block.clear()
-    out.append(len(block) + 1)
-    out += block
-    return bytes(out)
-
-
-def cobs_decode(data: bytes) -> bytes:
-    """Inverse of :func:`cobs_encode`; raises :class:`ProtocolError` on a bad encoding."""
-    out = bytearray()
-    index, size = 0, len(data)
-    while index < size:
-        code = data[index]
-        if code == 0:
-            raise ProtocolError("zero byte inside a COBS block")
-        end = index + code
-        if end > size:
-            raise ProtocolError("truncated COBS block")
-        block = data[index + 1 : end]
-        if 0 in block:
-            raise ProtocolError("zero byte inside a COBS block")
-        out += block
-        index = end
-        if code != 255 and index < size:
-            out.append(0)
-    return bytes(out)
-
-
-# --------------------------------------------------------------------------- frames
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One CRC-checked frame."""
-
-    version: int
-    type: int
-    seq: int
-    payload: bytes
-
-
-def encode_body(msg_type: int, seq: int, payload: bytes, version: int = PROTOCOL_VERSION) -> bytes:
-    if len(payload) > MAX_PAYLOAD:
-        raise ProtocolError(f"payload of {len(payload)} bytes (max {MAX_PAYLOAD})")
-    head = HEADER.pack(version, msg_type, seq % SEQ_MOD) + payload
-    return head + CRC.pack(zlib.crc32(head))
-
-
-def encode_frame(
-    msg_type: int, seq: int, payload: bytes = b"", version: int = PROTOCOL_VERSION
-) -> bytes:
-    """The bytes on the wire for one frame, with a delimiter on both sides."""
-    return b"\x00" + cobs_encode(encode_body(msg_type, seq, payload, version)) + b"\x00"
-
-
-def decode_body(body: bytes) -> Frame:
-    """Check length and CRC of a decoded body; raises :class:`ProtocolError`."""
-    if len(body) < MIN_BODY:
-        raise ProtocolError("truncated frame")
-    if len(body) > MAX_BODY:
-        raise ProtocolError("oversized frame")
-    head, crc = body[: -CRC.size], CRC.unpack(body[-CRC.size :])[0]
-    if zlib.crc32(head) != crc:
-        raise CrcError("CRC mismatch")
-    version, msg_type, seq = HEADER.unpack_from(head)
-    return Frame(version, msg_type, seq, bytes(head[HEADER.size :]))
-
-
-class CrcError(ProtocolError):
-    """The frame's CRC does not match its contents."""
-
-
-COUNTER_NAMES = (
-    "good_frames",
-    "crc_errors",
-    "malformed",
-    "oversized",
-    "bad_version",
-    "resyncs",
-    "bytes_discarded",
-)
-
-
-@dataclass
-class FrameDecoder:
-    """Turns a byte stream into frames, resynchronising on the next delimiter after garbage.
-
-    Every rejected chunk is counted once (``crc_errors``, ``malformed``, ``oversized`` or
-    ``bad_version``) and counts one ``resyncs``; its bytes count in ``bytes_discarded``.
-    Never raises on input. ``on_reject(kind, chunk)``, when given, hears of every rejected
-    chunk: ``kind`` is ``crc_error``, ``truncated``, ``malformed``, ``oversized`` or
-    ``bad_version`` (a truncated frame counts in ``malformed``).
-    """
-
-    max_encoded: int = MAX_ENCODED
-    on_reject: Callable[[str, bytes], None] | None = None
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_NAMES, 0))
-    _buf: bytearray = field(default_factory=bytearray)
-    _discarding: bool = False
-
-    def feed(self, data: bytes) -> list[Frame]:
-        frames: list[Frame] = []
-        parts = bytes(data).split(b"\x00")
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            if self._discarding:
-                self.counters["bytes_discarded"] += len(part)
-                if not last:
-                    self._discarding = False
-                continue
-            self._buf += part
-            if len(self._buf) > self.max_encoded:
-                self._reject("oversized", len(self._buf), "oversized", bytes(self._buf))
-                self._buf.clear()
-                # ended by a delimiter in this same part: already back in sync
-                self._discarding = last
-                continue
-            if last:
-                break
-            chunk = bytes(self._buf)
-            self._buf.clear()
-            if chunk:
-                frame = self._decode(chunk)
-                if frame is not None:
-                    frames.append(frame)
-        return frames
-
-    def reset(self) -> None:
-        """Forget a partial frame (a new connection)."""
-        self._buf.clear()
-        self._discarding = False
-
-    def _reject(self, counter: str, size: int, kind: str, chunk: bytes) -> None:
-        self.counters[counter] += 1
-        self.counters["resyncs"] += 1
-        self.counters["bytes_discarded"] += size
-        if self.on_reject is not None:
-            self.on_reject(kind, chunk)
-
-    def _decode(self, chunk: bytes) -> Frame | None:
-        try:
-            frame = decode_body(cobs_decode(chunk))
-        except CrcError:
-            self._reject("crc_errors", len(chunk), "crc_error", chunk)
-            return None
-        except ProtocolError as exc:
-            kind = "truncated" if "truncated" in str(exc) else "malformed"
-            self._reject("malformed", len(chunk), kind, chunk)
-            return None
-        if frame.version not in SUPPORTED_VERSIONS:
-            self._reject("bad_version", len(chunk), "bad_version", chunk)
-            return None
-        self.counters["good_frames"] += 1
-        return frame
-
-
-# --------------------------------------------------------------------------- sequence numbers
-
-
-def seq_diff(new: int, old: int) -> int:
-    """``new - old`` in 16-bit serial-number arithmetic (RFC 1982): -32768..32767."""
-    d = (new - old) % SEQ_MOD
-    return d - SEQ_MOD if d >= SEQ_MOD // 2 else d
-
-
-# --------------------------------------------------------------------------- messages
 
 
 def _pack_str(text: str, limit: int) -> bytes:

@@ -1,0 +1,94 @@
+"""The benchmark report: each figure against its target, as a table and as JSON rows.
+
+Why a module of its own: the targets (docs/performance.md) live here, apart from the code
+that measures; a section's figures can change without touching how they are judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    rows: list[tuple[str, str, str, bool]] = []
+    lat = r.get("latency")
+    fl = r.get("floor")
+    if lat:
+        p99 = lat["key_to_sign"]["p99_ms"]
+        rows.append(("key-to-sign p99", f"{p99:.1f} ms", "<= 15 ms", p99 <= 15))
+        for d, m in lat.get("lock_to_meter_by_delay_s", {}).items():
+            rows.append((f"LOCK {d} s after bets: meter p99", f"{m['p99_ms']:.1f} ms",
+                         "<= 15 ms", m["p99_ms"] <= 15))
+        rows.append(("meter repeats", str(lat.get("meter_repeats", 0)), "0",
+                     lat.get("meter_repeats", 0) == 0))
+        lost = len(lat.get("presses_without_message", []))
+        rows.append(("presses without a message", str(lost), "0", lost == 0))
+        if fl:
+            ratio = p99 / fl["floor"]["p99_ms"]
+            r["latency"]["ratio_p99_to_floor_p99"] = round(ratio, 2)
+            r["latency"]["ratio_p50_to_floor_p50"] = round(
+                lat["key_to_sign"]["p50_ms"] / fl["floor"]["p50_ms"], 2
+            )
+            rows.append(("key-to-sign p99 / floor p99", f"{ratio:.2f}x", "<= 3x", ratio <= 3))
+            meter_ratio = lat["lock_to_meter"]["p99_ms"] / fl["floor"]["p99_ms"]
+            r["latency"]["meter_ratio_p99_to_floor_p99"] = round(meter_ratio, 2)
+            r["latency"]["meter_ratio_p50_to_floor_p50"] = round(
+                lat["lock_to_meter"]["p50_ms"] / fl["floor"]["p50_ms"], 2
+            )
+            rows.append(("LOCK-to-meter p99 / floor p99", f"{meter_ratio:.2f}x", "<= 3x",
+                         meter_ratio <= 3))
+    tp = r.get("throughput")
+    if tp:
+        rows.append(("durable contributions/s", f"{tp['ledger_per_s']:,}", ">= 10,000",
+                     tp["ledger_per_s"] >= 10_000))
+        rows.append(("ledger (append_many) / bare sqlite", f"{tp['append_ratio']:.2f}x", "<= 2x",
+                     tp["append_ratio"] <= 2))
+    mem = r.get("memory")
+    if mem:
+        rows.append(("RSS after rounds (loop)", f"{mem['rss_mb_after_rounds']:.1f} MB", "<= 60 MB",
+                     mem["rss_mb_after_rounds"] <= 60))
+        flat = mem["growth_mb_after_first_sample"]
+        rows.append(("RSS growth after first sample", f"{flat:.1f} MB", "flat (<= 2 MB)",
+                     flat <= 2))
+    st = r.get("startup")
+    if st:
+        ready = st["ready_s"].get("ready_notify", st["ready_s"].get("log_running"))
+        if ready is not None:
+            rows.append(("start-up to READY", f"{ready:.3f} s", "<= 1 s", ready <= 1))
+        if "daemon_rss_mb_after_start" in st:
+            rows.append(("daemon RSS after start", f"{st['daemon_rss_mb_after_start']:.1f} MB",
+                         "<= 60 MB", st["daemon_rss_mb_after_start"] <= 60))
+    v = (st or {}).get("verify")
+    if v:
+        rows.append(("ledger verify", f"{v['seconds']:.1f} s", "<= 15 s",
+                     v["seconds"] <= 15 and v["exit"] == 0))
+        rows.append(("ledger verify / its floor", f"{v['ratio']:.2f}x", "<= 1.5x",
+                     v["ratio"] <= 1.5 and v["exit"] == 0))
+    idle = (st or {}).get("idle")
+    if idle:
+        rows.append(("idle CPU", f"{idle['cpu_percent']:.2f} %", "<= 1 %",
+                     idle["cpu_percent"] <= 1))
+    return rows
+
+
+def print_table(r: dict[str, Any], rows: list[tuple[str, str, str, bool]]) -> None:
+    fl, lat = r.get("floor"), r.get("latency")
+    if fl:
+        for name in ("sqlite_commit", "mqtt_qos1_round_trip", "floor"):
+            s = fl[name]
+            print(f"  {name:<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
+                  f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
+    if lat:
+        lines = {"key_to_sign": lat["key_to_sign"], "lock_to_meter": lat["lock_to_meter"]}
+        for d, m in lat.get("lock_to_meter_by_delay_s", {}).items():
+            lines[f"  LOCK {d} s after bets"] = m
+        for part, m in lat.get("lock_split", {}).items():
+            if isinstance(m, dict):
+                lines[f"  LOCK {part}"] = m
+        for name, s in lines.items():
+            print(f"  {name:<28} p50 {s['p50_ms']:7.2f} ms  p99 {s['p99_ms']:7.2f} ms  "
+                  f"max {s['max_ms']:7.2f} ms  (n={s['n']})")
+    print()
+    print(f"  {'measure':<32} {'result':>14}  {'target':<16} ok")
+    for name, value, target, ok in rows:
+        print(f"  {name:<32} {value:>14}  {target:<16} {'yes' if ok else 'NO'}")
