@@ -18,7 +18,15 @@ SIMULATOR = "board-simulator"
 
 
 class PtyBoard(Protocol):
-    """What the rig does with a board: open its pty, play a table on it, close it."""
+    """What the rig does with a board: open its pty, play a table on it, close it.
+
+    ``present`` (the seats whose sensors hold a wager), ``supervisor_on`` and
+    ``heartbeat_interval_s`` are read by the benchmarks to time a press against the board's
+    own state."""
+
+    present: set[int]
+    supervisor_on: bool
+    heartbeat_interval_s: float
 
     async def start(self) -> str: ...
 
