@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from progressived.cli import verify_modes
 from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
-from progressived.ledger.verify import verify
 
 
 def register(sub: Any) -> None:
@@ -28,8 +28,10 @@ def register(sub: Any) -> None:
         "verify",
         help="check the hash chain, postings, balances and snapshots",
         description="Check the hash chain, that postings balance, that balances equal the "
-        "replay of the postings, the accounting identity and the recovery snapshots. "
-        "Exit 0 when all hold; otherwise 1, naming the first bad row.",
+        "replay of the postings, the accounting identity and the recovery snapshots "
+        "(--since-verified: only the rows after the last verified head; --head: against "
+        "heads recorded elsewhere). Exit 0 when all hold; otherwise 1, naming the first bad "
+        "row or the head that does not match.",
     )
     v.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -41,6 +43,7 @@ def register(sub: Any) -> None:
     )
     v.add_argument("--no-replay", action="store_true", help=argparse.SUPPRESS)  # the default now
     v.add_argument("--no-integrity", action="store_true", help="skip PRAGMA integrity_check")
+    verify_modes.add_arguments(v)
     v.set_defaults(handler=run_verify)
     e: argparse.ArgumentParser = lsub.add_parser(
         "export",
@@ -88,16 +91,15 @@ def _fail(command: str, exc: Exception) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     try:
         with progress("verify", " rows") as show:
-            report = verify(
-                args.db, replay=args.deep, integrity=not args.no_integrity, progress=show
-            )
+            report = verify_modes.run(args, show)
     except LedgerError as exc:
         return _fail("ledger verify", exc)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     elif report.ok:
+        since = f" (since-verified: rows after {report.checked_from})" * (report.mode != "full")
         print(
-            f"ledger {args.db}: OK: table {report.table_id}, {report.rows} rows, "
+            f"ledger {args.db}: OK{since}: table {report.table_id}, {report.rows} rows, "
             f"{report.snapshots} snapshots; head row {report.head_seq} hash {report.head_hash}; "
             "postings balance, balances equal the postings, the identity holds"
         )

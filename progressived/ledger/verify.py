@@ -22,7 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Any
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
+from progressived.ledger.heads import Head, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
 
@@ -56,6 +57,8 @@ class VerifyReport:
     balances: dict[str, int] = field(default_factory=dict)
     identity_gap: int = 0
     problems: list[Problem] = field(default_factory=list)
+    mode: str = "full"  # or "since-verified" (verify_since.py)
+    checked_from: int = 0  # the chain was walked from the row after this one
 
     @property
     def ok(self) -> bool:
@@ -79,6 +82,8 @@ class VerifyReport:
             "identity_gap_units": self.identity_gap,
             "first_bad_seq": self.first_bad_seq,
             "problems": [{"seq": p.seq, "message": p.message} for p in self.problems],
+            "mode": self.mode,
+            "checked_from_seq": self.checked_from,
         }
 
 
@@ -104,6 +109,7 @@ def verify(
     integrity: bool = True,
     max_problems: int = 50,
     progress: Progress | None = None,
+    heads: Sequence[Head] = (),
 ) -> VerifyReport:
     """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.
 
@@ -112,7 +118,8 @@ def verify(
     postings and the per-account sums run meanwhile on threads, each on its own read-only
     connection. All read rows 1..head, the head this call's read transaction saw.
     ``progress(done, total)`` is called now and then while this process walks its part of
-    the chain (``progressivectl ledger verify`` draws a bar on a terminal).
+    the chain (``progressivectl ledger verify`` draws a bar on a terminal). Each of
+    ``heads`` (witnessed elsewhere, heads.py) must be a row of the chain with that hash.
     """
     conn = connect_readonly(path)
     report = VerifyReport()
@@ -129,6 +136,7 @@ def verify(
             limit=max_problems,
             progress=progress,
         )
+        found.extend(witnessed(conn, heads, report.head_seq))
     except sqlite3.Error as exc:
         raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
     finally:
