@@ -73,6 +73,7 @@ class Controller:
             version=version,
             clock=clock,
             hooks=_PublisherHooks(self),
+            head=self._ledger_head,
         )
         self.outputs = Outputs(self.journal, self.publisher, driver, self.health)
         self.board_input = BoardInput(self.journal, self.outputs, driver, self.health)
@@ -101,6 +102,15 @@ class Controller:
 
     async def apply(self, command: Command, *, idempotency_key: str | None = None) -> bool:
         return await self.journal.apply(command, idempotency_key=idempotency_key)
+
+    async def _ledger_head(self) -> tuple[int, str] | None:
+        """The ledger's head for the MQTT status, read on the ledger thread (so the seq and
+        hash are one commit's); None before the ledger is open."""
+        j = self.journal
+        ledger = getattr(j, "ledger", None)
+        if ledger is None:
+            return None
+        return await j.db(lambda: (ledger.head_seq, ledger.head_hash))
 
     def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
         for listener in self.listeners:

@@ -16,9 +16,9 @@ from pathlib import Path
 from tests.daemon_harness import TABLE, table
 
 
-def verify(db: Path) -> subprocess.CompletedProcess[str]:
+def verify(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "progressived.cli.ctl", "ledger", "verify", "--db", str(db)],
+        [sys.executable, "-m", "progressived.cli.ctl", "ledger", "verify", "--db", str(db), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -80,11 +80,24 @@ async def test_complete_rounds_reach_an_independent_subscriber(tmp_path: Path) -
             return str(status[-1]["status"]) if status else ""
 
         await t.sub.wait(lambda: last_status() == "offline", "offline status after SIGTERM")
+        statuses = [m for topic, m, _ in t.sub.messages if topic.endswith("/status")]
     # SIGTERM journaled the stop as the ledger's last row.
     with sqlite3.connect(tmp_path / "ledger.db") as db:
-        (last,) = db.execute("SELECT kind FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        (last, seq, head_hash) = db.execute(
+            "SELECT kind, seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
     assert last == "daemon_stopped"
     assert verify(tmp_path / "ledger.db").returncode == 0
+    # Every status carried the ledger's head; the offline one the head after the stop row,
+    # and the ledger's chain passes through each head a subscriber recorded.
+    online, offline = statuses[0], statuses[-1]
+    assert online["status"] == "online" and 0 < online["head_seq"] < seq
+    assert (offline["head_seq"], offline["head_hash"]) == (seq, head_hash)
+    witnesses = [f"--head={m['head_seq']}:{m['head_hash']}" for m in (online, offline)]
+    result = verify(tmp_path / "ledger.db", *witnesses)
+    assert result.returncode == 0, result.stdout + result.stderr
+    forged = verify(tmp_path / "ledger.db", f"--head={online['head_seq']}:{'0' * 64}")
+    assert forged.returncode == 1 and "does not match" in forged.stdout
 
 
 async def test_broker_restart_mid_round_loses_no_event(tmp_path: Path) -> None:

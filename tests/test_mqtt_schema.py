@@ -284,6 +284,16 @@ def test_meter_and_status_payloads_match_their_schemas() -> None:
     assert problems("progressive/table/t1/status", {k: v for k, v in online.items() if k != "boot"})
     will = status_payload(table_id="t1", online=False, boot="b1")
     assert problems("progressive/table/t1/status", will) == []
+    # The ledger's head, a witness for `ledger verify --head SEQ:HASH`.
+    head = (57, "ab" * 32)
+    for online_ in (True, False):
+        with_head = status_payload(
+            table_id="t1", online=online_, ts="x", version="v", boot="b1", head=head
+        )
+        assert (with_head["head_seq"], with_head["head_hash"]) == head
+        assert problems("progressive/table/t1/status", with_head) == []
+    assert problems("progressive/table/t1/status", {**with_head, "head_hash": "AB" * 32})
+    assert problems("progressive/table/t1/status", {**with_head, "head_seq": "57"})
 
 
 def test_the_doc_lists_no_kind_both_published_and_not() -> None:

@@ -141,11 +141,21 @@ def meter_payload(
 
 
 def status_payload(
-    *, table_id: str, online: bool, ts: str = "", version: str = "", boot: str = ""
+    *,
+    table_id: str,
+    online: bool,
+    ts: str = "",
+    version: str = "",
+    boot: str = "",
+    head: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
     """``boot`` names one run of the daemon: a sign that sees a new one restarts its ``seq``
-    expectation, so a stale or forged high meter ``seq`` cannot freeze it."""
+    expectation, so a stale or forged high meter ``seq`` cannot freeze it. ``head`` is the
+    ledger's head row (seq, hash) when the status was built: recorded by a subscriber, it
+    is a witness that ``ledger verify --head SEQ:HASH`` checks the ledger against."""
     out: dict[str, Any] = {"table": table_id, "status": "online" if online else "offline"}
+    if head is not None:
+        out["head_seq"], out["head_hash"] = head
     if ts:
         out["ts"] = ts
     if version:

@@ -17,6 +17,10 @@
 * The last will marks the table offline if the daemon dies; a clean stop publishes the
   same offline status itself before disconnecting. Every status carries this run's ``boot``
   id: a sign restarts its meter ``seq`` expectation when it sees a new one.
+* Every status also carries the ledger's head (``head_seq``, ``head_hash``) as it was when
+  the status was built: at each connection (the online status and the last will), at a
+  clean stop, and every :data:`STATUS_REFRESH_S` while connected if the head has moved. A
+  subscriber that records it holds a witness against a rewrite of the ledger's tail.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import ssl
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,6 +43,12 @@ from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics, dumps, status_payload
 
 log = structlog.get_logger("progressived.mqtt")
+
+# While connected, the online status is published again this often if the head has moved.
+STATUS_REFRESH_S = 300.0
+
+HeadSource = Callable[[], Awaitable[tuple[int, str] | None]]
+"""The ledger's head (seq, hash), read consistently (on the ledger thread); None: unknown."""
 
 # What a meter message says apart from what a sign shows: a change of these alone is a repeat.
 _BOOKKEEPING_KEYS = frozenset({"seq", "ts"})
@@ -115,6 +125,7 @@ class SignPublisher:
         version: str = "",
         clock: Callable[[], str] = lambda: "",
         hooks: PublisherHooks | None = None,
+        head: HeadSource | None = None,
     ) -> None:
         self.settings = settings
         self.topics = topics
@@ -133,6 +144,9 @@ class SignPublisher:
         self._stopping = False
         self._stop_event = asyncio.Event()
         self._client: aiomqtt.Client | None = None
+        self._head_source = head
+        self._status_head: tuple[int, str] | None = None  # in the last status published
+        self._status_at = 0.0  # monotonic time of the last online status
 
     # ---------------------------------------------------------------- inputs
     def wake(self) -> None:
@@ -156,7 +170,41 @@ class SignPublisher:
         return True
 
     # ---------------------------------------------------------------- loop
-    def _client_for_attempt(self) -> aiomqtt.Client:
+    async def _head(self) -> tuple[int, str] | None:
+        return None if self._head_source is None else await self._head_source()
+
+    def _status(self, *, online: bool, head: tuple[int, str] | None, ts: str = "") -> str:
+        return dumps(
+            status_payload(
+                table_id=self.topics.table_id,
+                online=online,
+                ts=ts,
+                version=self.version if online else "",
+                boot=self.boot,
+                head=head,
+            )
+        )
+
+    async def _publish_online(self, client: aiomqtt.Client, timeout: float | None) -> None:
+        head = await self._head()
+        await client.publish(
+            self.topics.status,
+            self._status(online=True, head=head, ts=self.clock()),
+            qos=1,
+            retain=True,
+            timeout=timeout,
+        )
+        self._status_head, self._status_at = head, time.monotonic()
+
+    async def _refresh_status(self, client: aiomqtt.Client, timeout: float) -> None:
+        """The online status again, with the new head, if it is due and the head moved."""
+        if self._head_source is None or time.monotonic() - self._status_at < STATUS_REFRESH_S:
+            return
+        self._status_at = time.monotonic()
+        if await self._head() != self._status_head:
+            await self._publish_online(client, timeout)
+
+    def _client_for_attempt(self, head: tuple[int, str] | None = None) -> aiomqtt.Client:
         s = self.settings
         tls_params = None
         tls_insecure = None
@@ -170,9 +218,7 @@ class SignPublisher:
             tls_insecure = s.tls.insecure
         will = aiomqtt.Will(
             topic=self.topics.status,
-            payload=dumps(
-                status_payload(table_id=self.topics.table_id, online=False, boot=self.boot)
-            ),
+            payload=self._status(online=False, head=head),
             qos=1,
             retain=True,
         )
@@ -194,26 +240,13 @@ class SignPublisher:
         delay = self.settings.reconnect_initial_s
         while not self._stopping:
             self.attempts += 1
-            client = self._client_for_attempt()
+            client = self._client_for_attempt(await self._head())
             try:
                 async with client:
                     self._client = client
                     self._set_connected(True)
                     delay = self.settings.reconnect_initial_s
-                    await client.publish(
-                        self.topics.status,
-                        dumps(
-                            status_payload(
-                                table_id=self.topics.table_id,
-                                online=True,
-                                ts=self.clock(),
-                                version=self.version,
-                                boot=self.boot,
-                            )
-                        ),
-                        qos=1,
-                        retain=True,
-                    )
+                    await self._publish_online(client, None)
                     self._dirty.update(self._meters)
                     await self._pump(client)
             except aiomqtt.MqttError as exc:
@@ -240,8 +273,10 @@ class SignPublisher:
             self._wake.clear()
             # Meters due now go out at once, alongside the events (not after their PUBACKs
             # and acknowledgement): a sign's meter does not wait for the outbox's bookkeeping.
-            _, next_due = await asyncio.gather(
-                self._publish_events(client, timeout), self._publish_meters(client, timeout)
+            _, next_due, _ = await asyncio.gather(
+                self._publish_events(client, timeout),
+                self._publish_meters(client, timeout),
+                self._refresh_status(client, timeout),
             )
             wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
             if self._wake.is_set():
@@ -300,14 +335,7 @@ class SignPublisher:
             try:
                 await client.publish(
                     self.topics.status,
-                    dumps(
-                        status_payload(
-                            table_id=self.topics.table_id,
-                            online=False,
-                            ts=self.clock(),
-                            boot=self.boot,
-                        )
-                    ),
+                    self._status(online=False, head=await self._head(), ts=self.clock()),
                     qos=1,
                     retain=True,
                     timeout=2.0,
