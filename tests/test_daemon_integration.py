@@ -7,6 +7,7 @@ H3 straight-flush, H4 three-of-a-kind, H5 straight; OK / NO (supervisor), RECON.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
 import subprocess
@@ -186,6 +187,9 @@ async def test_last_will_seen_by_plain_mosquitto_sub(tmp_path: Path) -> None:
         lines = out.strip().splitlines()
         assert '"status":"online"' in lines[0]
         assert '"status":"offline"' in lines[1]
+        # The last will carries the ledger's head as it was when the daemon connected.
+        will = json.loads(lines[1].split(" ", 1)[1])
+        assert will["head_seq"] > 0 and len(will["head_hash"]) == 64
 
 
 async def test_offline_board_closes_the_progressive(tmp_path: Path) -> None:

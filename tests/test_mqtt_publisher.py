@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import aiomqtt
+import pytest
 
 from progressived.broker import Mosquitto
 from progressived.mqtt.config import MqttSection
@@ -233,3 +234,58 @@ async def test_a_burst_is_limited_to_the_rate_and_ends_on_the_latest(mosquitto: 
     for i in range(len(arrivals) - 2):
         assert arrivals[i + 2] - arrivals[i] >= 0.9
     assert sign.got[-1][1]["cents"] == 1049  # the latest is always delivered
+
+
+async def test_status_carries_the_head_and_is_refreshed_when_it_moves(
+    mosquitto: Mosquitto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head in the online status, the last will and the clean stop's offline status;
+    while connected the online status goes out again (every STATUS_REFRESH_S) only when
+    the head has moved."""
+    import progressived.mqtt.publisher as publisher_module
+
+    monkeypatch.setattr(publisher_module, "STATUS_REFRESH_S", 0.2)
+    topics = Topics("progressive", "t-head")
+    head = [(7, "a" * 64)]
+
+    async def source() -> tuple[int, str]:
+        return head[-1]
+
+    seen: list[dict] = []
+
+    async def listen() -> None:
+        async with aiomqtt.Client(mosquitto.host, mosquitto.port, identifier="head-sub") as c:
+            await c.subscribe(topics.status, qos=1)
+            async for message in c.messages:
+                assert isinstance(message.payload, bytes)
+                seen.append(json.loads(message.payload))
+
+    listener = asyncio.create_task(listen())
+    await asyncio.sleep(0.3)
+    publisher = SignPublisher(settings(mosquitto), topics, MemoryOutbox(), head=source)
+    runner = asyncio.create_task(publisher.run())
+
+    async def until(predicate: Callable[[], bool]) -> None:
+        async with asyncio.timeout(10):
+            while not predicate():
+                await asyncio.sleep(0.05)
+
+    await until(lambda: len(seen) >= 1)
+    assert (seen[0]["status"], seen[0]["head_seq"], seen[0]["head_hash"]) == ("online", 7, "a" * 64)
+    await asyncio.sleep(1.0)  # several refresh periods, the head unchanged: nothing new
+    assert len(seen) == 1
+    head.append((9, "b" * 64))
+    await until(lambda: len(seen) >= 2)
+    assert (seen[1]["status"], seen[1]["head_seq"], seen[1]["boot"]) == (
+        "online",
+        9,
+        seen[0]["boot"],
+    )
+    head.append((10, "c" * 64))
+    await publisher.stop()
+    await runner
+    await until(lambda: seen[-1]["status"] == "offline")
+    assert (seen[-1]["head_seq"], seen[-1]["head_hash"]) == (10, "c" * 64)
+    listener.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await listener
