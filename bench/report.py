@@ -64,6 +64,11 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
                      v["seconds"] <= 15 and v["exit"] == 0))
         rows.append(("ledger verify / its floor", f"{v['ratio']:.2f}x", "<= 1.5x",
                      v["ratio"] <= 1.5 and v["exit"] == 0))
+        q = v.get("since_verified")
+        if q:
+            rows.append((f"verify --since-verified (+{q['rows_appended']:,} rows) / its floor",
+                         f"{q['ratio']:.2f}x", "<= 1.5x",
+                         q["ratio"] <= 1.5 and q["exit"] == 0 and q["mode_ok"]))
     idle = (st or {}).get("idle")
     if idle:
         rows.append(("idle CPU", f"{idle['cpu_percent']:.2f} %", "<= 1 %",

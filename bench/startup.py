@@ -68,5 +68,8 @@ async def bench_startup_idle(
             }
         assert t.stop_daemon() == 0
     if do_startup and ledger is not None:
-        out["verify"] = bench_verify(ledger, repeat=repeat)
+        config = ledger.with_name("memloop.toml")  # the memory loop's: the same table
+        out["verify"] = bench_verify(
+            ledger, repeat=repeat, config=config if config.exists() else None
+        )
     return out

@@ -43,6 +43,8 @@ def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
     assert result["latency"]["meter_repeats"] == 0
     assert result["throughput"]["journal_rows"] == 5000
     assert result["startup"]["verify"]["exit"] == 0
+    since = result["startup"]["verify"]["since_verified"]  # the quick mode really ran
+    assert since["exit"] == 0 and since["mode_ok"] and since["rows_appended"] > 0
     assert result["startup"]["ready_s"]["log_running"] > 0
     assert {row["measure"] for row in result["targets"]} >= {
         "key-to-sign p99",
