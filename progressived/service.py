@@ -39,6 +39,7 @@ from progressived.systemd import Notifier
 log = structlog.get_logger("progressived")
 
 SELF_CHECK_FAILED = "self-check failed"
+HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 __all__ = ["BOARD_OFFLINE", "SELF_CHECK_FAILED", "Controller", "run_daemon"]
 
 P = ParamSpec("P")
@@ -105,12 +106,17 @@ class Controller:
 
     async def _ledger_head(self) -> tuple[int, str] | None:
         """The ledger's head for the MQTT status, read on the ledger thread (so the seq and
-        hash are one commit's); None before the ledger is open."""
+        hash are one commit's); None before the ledger is open, or if the ledger thread is
+        busy for longer than a status can wait (the status then goes out without it)."""
         j = self.journal
         ledger = getattr(j, "ledger", None)
         if ledger is None:
             return None
-        return await j.db(lambda: (ledger.head_seq, ledger.head_hash))
+        try:
+            async with asyncio.timeout(HEAD_READ_TIMEOUT_S):
+                return await j.db(lambda: (ledger.head_seq, ledger.head_hash))
+        except TimeoutError:
+            return None
 
     def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
         for listener in self.listeners:

@@ -185,8 +185,9 @@ class SignPublisher:
             )
         )
 
-    async def _publish_online(self, client: aiomqtt.Client, timeout: float | None) -> None:
-        head = await self._head()
+    async def _publish_online(
+        self, client: aiomqtt.Client, timeout: float | None, head: tuple[int, str] | None
+    ) -> None:
         await client.publish(
             self.topics.status,
             self._status(online=True, head=head, ts=self.clock()),
@@ -201,8 +202,9 @@ class SignPublisher:
         if self._head_source is None or time.monotonic() - self._status_at < STATUS_REFRESH_S:
             return
         self._status_at = time.monotonic()
-        if await self._head() != self._status_head:
-            await self._publish_online(client, timeout)
+        head = await self._head()
+        if head is not None and head != self._status_head:
+            await self._publish_online(client, timeout, head)
 
     def _client_for_attempt(self, head: tuple[int, str] | None = None) -> aiomqtt.Client:
         s = self.settings
@@ -246,7 +248,7 @@ class SignPublisher:
                     self._client = client
                     self._set_connected(True)
                     delay = self.settings.reconnect_initial_s
-                    await self._publish_online(client, None)
+                    await self._publish_online(client, None, await self._head())
                     self._dirty.update(self._meters)
                     await self._pump(client)
             except aiomqtt.MqttError as exc:
