@@ -24,7 +24,7 @@ from typing import Any
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import chain, plan, schema
+from progressived.ledger import chain, parameters, plan, schema
 from progressived.ledger.commit import (
     BUSY_TIMEOUT_MS,
     JOURNAL_SIZE_LIMIT,
@@ -222,6 +222,10 @@ class Ledger:
                         ],
                     )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if missing := schema.missing_triggers(conn):  # a ledger made before they existed
+                with self._transaction():
+                    for statement in missing:
+                        conn.execute(statement)
         except sqlite3.Error as exc:
             raise translate(exc, self._path) from None
         if meta.get("table_id") != self._table_id:
@@ -242,6 +246,7 @@ class Ledger:
                             "software": software,
                             "paytable": self._params.paytable.id,
                             "meters": list(self._params.meter_ids),
+                            "parameters": parameters.describe(self._params),
                             **created_by,
                         },
                         at,
@@ -256,7 +261,19 @@ class Ledger:
                 ]
             )
         else:
+            self._record_parameter_changes(at)
             self._open_new_meters(at)
+
+    def _record_parameter_changes(self, at: str) -> None:
+        """Journal how ``params`` differ from the last recorded parameters, if they do."""
+        try:
+            recorded = parameters.last_recorded(self._conn)
+        except (sqlite3.Error, ValueError) as exc:
+            raise LedgerError(f"ledger {self._path}: cannot read its parameters: {exc}") from None
+        changed = parameters.changes(recorded, parameters.describe(self._params))
+        if changed:
+            detail = {"changes": changed, "reason": parameters.AT_OPEN_REASON}
+            self.record("parameter_changed", detail, at=at, actor="system")
 
     def _open_new_meters(self, at: str) -> None:
         """Fund meters configured since the ledger was created (a recorded parameter change)."""
