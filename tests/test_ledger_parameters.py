@@ -83,14 +83,16 @@ def legacy(db: Path) -> None:
     c.execute("DROP TRIGGER journal_no_update")
     c.execute("UPDATE journal SET data = json_remove(data, '$.parameters') WHERE seq = 1")
     prev = "0" * 64
-    for seq, text in c.execute(
+    for seq, stored in c.execute(
         "SELECT seq, prev_hash || '|' || seq || '|' || at || '|' || table_id || '|' || "
         "ifnull(round, '') || '|' || seat || '|' || kind || '|' || category || '|' || "
         "actor || '|' || ifnull(idem_key, '') || '|' || data FROM journal ORDER BY seq"
     ).fetchall():
-        text = prev + text[64:]
+        text = prev + stored[64:]
         prev = hashlib.sha256(text.encode()).hexdigest()
-        c.execute("UPDATE journal SET prev_hash = ?, hash = ? WHERE seq = ?", (text[:64], prev, seq))
+        c.execute(
+            "UPDATE journal SET prev_hash = ?, hash = ? WHERE seq = ?", (text[:64], prev, seq)
+        )
     c.execute("UPDATE meta SET value = ? WHERE key = 'head_hash'", (prev,))
     assert c.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
     c.close()

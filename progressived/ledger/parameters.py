@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
+from progressived.ledger.errors import LedgerError
 from progressived.params import TableParams
 
 # The reason of a parameter_changed row the ledger writes itself when it is opened.
@@ -70,3 +72,14 @@ def last_recorded(conn: sqlite3.Connection) -> dict[str, Any] | None:
             if isinstance(change, dict) and "new" in change:
                 current[key] = change["new"]
     return current
+
+
+def at_open(conn: sqlite3.Connection, params: TableParams, path: Path) -> dict[str, Any] | None:
+    """The ``parameter_changed`` detail to journal when a ledger is opened with ``params``
+    (``None`` when they are the last recorded ones)."""
+    try:
+        recorded = last_recorded(conn)
+    except (sqlite3.Error, ValueError) as exc:
+        raise LedgerError(f"ledger {path}: cannot read its recorded parameters: {exc}") from None
+    changed = changes(recorded, describe(params))
+    return {"changes": changed, "reason": AT_OPEN_REASON} if changed else None

@@ -122,7 +122,8 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 
 def missing_triggers(conn: sqlite3.Connection) -> list[str]:
     """The CREATE statements of the triggers added since version 1 that ``conn`` lacks."""
-    have = {str(n) for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    have = {str(name) for (name,) in rows}
     return [sql for name, sql in LATE_TRIGGERS.items() if name not in have]
 
 

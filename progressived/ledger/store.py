@@ -190,9 +190,7 @@ class Ledger:
             raise
         return ledger
 
-    def _setup(
-        self, at: str, software: str, presence: str, created_by: Mapping[str, str]
-    ) -> None:
+    def _setup(self, at: str, software: str, presence: str, created_by: Mapping[str, str]) -> None:
         conn = self._conn
         try:
             version = schema.file_version(conn)
@@ -266,13 +264,7 @@ class Ledger:
 
     def _record_parameter_changes(self, at: str) -> None:
         """Journal how ``params`` differ from the last recorded parameters, if they do."""
-        try:
-            recorded = parameters.last_recorded(self._conn)
-        except (sqlite3.Error, ValueError) as exc:
-            raise LedgerError(f"ledger {self._path}: cannot read its parameters: {exc}") from None
-        changed = parameters.changes(recorded, parameters.describe(self._params))
-        if changed:
-            detail = {"changes": changed, "reason": parameters.AT_OPEN_REASON}
+        if detail := parameters.at_open(self._conn, self._params, self._path):
             self.record("parameter_changed", detail, at=at, actor="system")
 
     def _open_new_meters(self, at: str) -> None:
