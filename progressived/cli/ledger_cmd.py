@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
         "verify",
         help="check the hash chain, postings, balances and snapshots",
         description="Check the hash chain, that postings balance, that balances equal the "
-        "replay of the postings, the accounting identity and the recovery snapshots. "
+        "replay of the postings, the accounting identity, meta's head, each snapshot's hash "
+        "and the latest snapshot's balances (--deep: every snapshot's whole state). "
         "Exit 0 when all hold; otherwise 1, naming the first bad row.",
     )
     v.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
