@@ -8,6 +8,7 @@ says so, and by recovery with a message that names the part at fault.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -211,3 +212,19 @@ def test_an_older_ledger_gets_the_snapshot_delete_trigger_when_opened(db: Path) 
     Ledger.open(db, PARAMS, at=AT).close()
     with sqlite3.connect(db) as c, pytest.raises(sqlite3.IntegrityError, match="append-only"):
         c.execute("DELETE FROM snapshots")
+
+
+def test_the_snapshot_rule_in_the_doc_is_the_codes(db: Path) -> None:
+    from progressived.ledger.plan import ROUND_END, SNAPSHOT_AT_ROUND_END, SNAPSHOT_EVERY
+
+    text = (ROOT / "docs" / "ledger.md").read_text()
+    section = text[text.index("## Snapshots") : text.index("## Recovery")]
+    rule = " ".join(section.split("`state` is JSON")[0].split())
+    assert f"at least {SNAPSHOT_EVERY:,}".replace(",", "") in rule.replace(",", "")
+    assert f"at least {SNAPSHOT_AT_ROUND_END} and" in rule
+    assert all(f"`{kind}`" in rule for kind in ROUND_END)
+    # the documented state keys are the snapshot's
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        state = c.execute("SELECT state FROM snapshots ORDER BY seq DESC").fetchone()[0]
+    table = section.split("`state` is JSON")[1]
+    assert set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M)) == set(json.loads(state))
