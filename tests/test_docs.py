@@ -397,6 +397,21 @@ def test_ledger_md_names_every_system_kind() -> None:
     assert listed - written - matched == set(), "kinds docs/ledger.md names that nothing writes"
 
 
+def ledger_md_engine_kinds(text: str) -> set[str]:
+    """The kinds docs/ledger.md's "Kinds: every engine event (...)" list names."""
+    para = text[text.index("Kinds: every engine event") : text.index("system kinds:")]
+    return set(re.findall(r"`([a-z_]+)`", para))
+
+
+def test_ledger_md_names_every_engine_kind() -> None:
+    text = (ROOT / "docs" / "ledger.md").read_text()
+    listed = ledger_md_engine_kinds(text)
+    assert set(EVENT_TYPES) - listed == set(), "engine kinds docs/ledger.md does not name"
+    assert listed - set(EVENT_TYPES) == set(), "engine kinds docs/ledger.md names that do not exist"
+    # drift: a kind dropped from the list is caught
+    assert "late_bet" not in ledger_md_engine_kinds(text.replace("`late_bet`", "late bet"))
+
+
 # --------------------------------------------------------------------------- the wire protocol
 
 

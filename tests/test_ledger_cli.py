@@ -206,7 +206,7 @@ def _doc_blocks() -> list[tuple[str, str]]:
     text = (ROOT / "docs" / "ledger.md").read_text()
     return [
         (m.group(1), m.group(2))
-        for m in re.finditer(r"([^\n]*)\n\n(?:<!-- audit-chain -->\n)?```sh\n(.*?)```", text, re.S)
+        for m in re.finditer(r"([^\n]*)\n\n(?:<!-- audit-[a-z-]+ -->\n)?```sh\n(.*?)```", text, re.S)
     ]
 
 

@@ -77,8 +77,14 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             await controller.db(
                 lambda: controller.ledger._conn.execute(f"PRAGMA max_page_count = {pages}")
             )
-            for seat in range(1, 8):
-                t.sim.place_bet(seat)
+            # Bets placed and lifted until a write no longer fits (how many fit in the
+            # last pages' free room depends on the rows written so far).
+            for toggle in range(400):
+                seat = toggle % 7 + 1
+                if toggle // 7 % 2 == 0:
+                    t.sim.place_bet(seat)
+                else:
+                    t.sim.remove_bet(seat)
                 await asyncio.sleep(0.05)
                 if not controller.health.ledger_ok:
                     break

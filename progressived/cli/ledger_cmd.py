@@ -28,8 +28,9 @@ def register(sub: Any) -> None:
         "verify",
         help="check the hash chain, postings, balances and snapshots",
         description="Check the hash chain, that postings balance, that balances equal the "
-        "replay of the postings, the accounting identity and the recovery snapshots "
-        "(--since-verified: only the rows after the last verified head; --head: against "
+        "replay of the postings, the accounting identity, meta's head, each snapshot's hash "
+        "and the latest snapshot's balances (--deep: every snapshot's whole state; "
+        "--since-verified: only the rows after the last verified head; --head: against "
         "heads recorded elsewhere). Exit 0 when all hold; otherwise 1, naming the first bad "
         "row or the head that does not match.",
     )

@@ -19,6 +19,7 @@ from progressived.engine.events import event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import snapshot
 from progressived.ledger.readonly import connect_readonly
+from progressived.ledger.rows import nonzero
 
 Finding = tuple[int | None, int, str]
 
@@ -147,6 +148,46 @@ def postings(path: Path | str, head: int, limit: int) -> list[Finding]:
     finally:
         conn.close()
     return found
+
+
+def latest_snapshot(path: Path | str, head: int) -> list[Finding]:
+    """The latest snapshot (the one recovery starts from): its balances must be the
+    postings summed up to its row, in one SQL pass, so a forged one is caught without
+    ``--deep`` (which compares every snapshot's whole state with a replay)."""
+    conn = open_read(path)
+    try:
+        snap = conn.execute(
+            "SELECT seq, state FROM snapshots WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (head,)
+        ).fetchone()
+        if snap is None:
+            return []
+        seq = int(snap[0])
+        try:
+            saved = nonzero(snapshot.loads(str(snap[1])).balances)
+        except (KeyError, TypeError, ValueError) as exc:
+            return [(seq, SNAPSHOT_STATE, f"the latest snapshot cannot be read: {exc!r}")]
+        posted = nonzero(
+            {
+                str(a): int(u)
+                for a, u in conn.execute(
+                    "SELECT account, sum(units) FROM postings WHERE seq <= ? GROUP BY account",
+                    (seq,),
+                )
+            }
+        )
+    finally:
+        conn.close()
+    wrong = sorted(a for a in set(saved) | set(posted) if saved.get(a, 0) != posted.get(a, 0))
+    if not wrong:
+        return []
+    return [
+        (
+            seq,
+            SNAPSHOT_STATE,
+            "the latest snapshot (recovery starts from it) disagrees with the postings up to "
+            f"its row: {', '.join(wrong[:5])}",
+        )
+    ]
 
 
 def sums(path: Path | str) -> dict[str, int]:

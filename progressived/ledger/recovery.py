@@ -14,6 +14,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from progressived.engine.core import evolve
 from progressived.engine.events import event_from_dict
@@ -74,9 +75,49 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
     except sqlite3.Error as exc:
         raise translate(exc, path) from None
     if nonzero(state.balances) != nonzero(balances):
-        raise LedgerError(
-            f"ledger {path}: balances table differs from the replayed postings "
-            "(run `progressivectl ledger verify`)"
-        )
+        raise LedgerError(_disagreement(conn, path, snap, head_seq))
     head = Head(head_seq, head_hash, balances, state, head_seq - since)
     return head, Recovery(since, replayed, time.perf_counter() - started)
+
+
+def posted(conn: sqlite3.Connection, upto: int) -> dict[str, int]:
+    """Every account's balance as the sum of the postings of rows 1..``upto`` (nonzero)."""
+    return nonzero(
+        {
+            str(a): int(u)
+            for a, u in conn.execute(
+                "SELECT account, sum(units) FROM postings WHERE seq <= ? GROUP BY account",
+                (upto,),
+            )
+        }
+    )
+
+
+def _disagreement(
+    conn: sqlite3.Connection, path: Path, snap: tuple[Any, ...] | None, head_seq: int
+) -> str:
+    """Why the replayed state and the balances table differ: name the part at fault."""
+    try:
+        if snap is not None:
+            saved = snapshot.loads(snap[2]).balances
+            if nonzero(saved) != posted(conn, int(snap[0])):
+                return (
+                    f"ledger {path}: the snapshot at row {snap[0]} (the one recovery starts "
+                    "from) disagrees with the postings up to that row: run "
+                    "`progressivectl ledger verify --deep`"
+                )
+        table_ok = posted(conn, head_seq) == nonzero(
+            {str(a): int(u) for a, u in conn.execute("SELECT account, units FROM balances")}
+        )
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from None
+    if table_ok:
+        return (
+            f"ledger {path}: the state replayed from the snapshot at row "
+            f"{0 if snap is None else snap[0]} disagrees with the balances: run "
+            "`progressivectl ledger verify --deep`"
+        )
+    return (
+        f"ledger {path}: the balances table differs from the sum of the postings "
+        "(run `progressivectl ledger verify`)"
+    )

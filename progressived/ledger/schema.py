@@ -98,6 +98,15 @@ CREATE TRIGGER snapshots_no_update BEFORE UPDATE ON snapshots
 BEGIN SELECT RAISE(ABORT, 'snapshots are append-only'); END;
 """
 
+# Added after version 1 shipped: created IF NOT EXISTS at every open (Ledger._setup), so
+# ledgers made before it get it too. Deleting the latest snapshot would otherwise quietly
+# make recovery start from an older one.
+SNAPSHOTS_NO_DELETE = (
+    "CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots\n"
+    "BEGIN SELECT RAISE(ABORT, 'snapshots are append-only'); END"
+)
+LATE_TRIGGERS = {"snapshots_no_delete": SNAPSHOTS_NO_DELETE}
+
 LEDGER_TABLES = frozenset(
     {"meta", "journal", "postings", "balances", "idempotency", "snapshots", "outbox"}
 )
@@ -107,6 +116,15 @@ def _create_v1(conn: sqlite3.Connection) -> None:
     for statement in V1.split(";\n"):
         if statement.strip():
             conn.execute(statement)
+    for statement in LATE_TRIGGERS.values():
+        conn.execute(statement)
+
+
+def missing_triggers(conn: sqlite3.Connection) -> list[str]:
+    """The CREATE statements of the triggers added since version 1 that ``conn`` lacks."""
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    have = {str(name) for (name,) in rows}
+    return [sql for name, sql in LATE_TRIGGERS.items() if name not in have]
 
 
 # MIGRATIONS[n] upgrades a version-n file to n + 1 (0 = empty file).

@@ -24,7 +24,7 @@ from typing import Any
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import chain, plan, schema
+from progressived.ledger import chain, parameters, plan, schema
 from progressived.ledger.commit import (
     BUSY_TIMEOUT_MS,
     JOURNAL_SIZE_LIMIT,
@@ -190,9 +190,7 @@ class Ledger:
             raise
         return ledger
 
-    def _setup(
-        self, at: str, software: str, presence: str, created_by: Mapping[str, str]
-    ) -> None:
+    def _setup(self, at: str, software: str, presence: str, created_by: Mapping[str, str]) -> None:
         conn = self._conn
         try:
             version = schema.file_version(conn)
@@ -222,6 +220,10 @@ class Ledger:
                         ],
                     )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if missing := schema.missing_triggers(conn):  # a ledger made before they existed
+                with self._transaction():
+                    for statement in missing:
+                        conn.execute(statement)
         except sqlite3.Error as exc:
             raise translate(exc, self._path) from None
         if meta.get("table_id") != self._table_id:
@@ -242,6 +244,7 @@ class Ledger:
                             "software": software,
                             "paytable": self._params.paytable.id,
                             "meters": list(self._params.meter_ids),
+                            "parameters": parameters.describe(self._params),
                             **created_by,
                         },
                         at,
@@ -256,7 +259,13 @@ class Ledger:
                 ]
             )
         else:
+            self._record_parameter_changes(at)
             self._open_new_meters(at)
+
+    def _record_parameter_changes(self, at: str) -> None:
+        """Journal how ``params`` differ from the last recorded parameters, if they do."""
+        if detail := parameters.at_open(self._conn, self._params, self._path):
+            self.record("parameter_changed", detail, at=at, actor="system")
 
     def _open_new_meters(self, at: str) -> None:
         """Fund meters configured since the ledger was created (a recorded parameter change)."""

@@ -10,7 +10,8 @@ blocked nor able to make the checks see a half-written state):
   postings in the (hashed) row;
 * the ``balances`` table equals the replay of all postings, and the accounting identity
   holds for every meter;
-* every snapshot names a row's hash and (with ``replay``) equals the engine state replayed
+* every snapshot names a row's hash, the latest one's balances equal the postings summed
+  up to its row, and (with ``replay``) every snapshot equals the engine state replayed
   from the events up to that row, so recovery cannot be fed a forged snapshot;
 * the idempotency table and the head recorded in ``meta`` agree with the journal.
 
@@ -223,6 +224,7 @@ def _run(
             threads.submit(checks.rows, path, table, 0, middle, limit),
             threads.submit(checks.rows, path, table, middle, head, limit),
             threads.submit(checks.postings, path, head, limit),
+            threads.submit(checks.latest_snapshot, path, head),
         ]
         if integrity:
             jobs.append(threads.submit(checks.integrity, path))
@@ -272,11 +274,18 @@ def _tail_checks(
     head, expected_prev = report.head_seq, report.head_hash
     for seq in sorted(s for s in snapshots if s > head):
         problem(seq, "a snapshot after the last journal row (rows were deleted)")
-    if str(meta.get("head_seq")) != str(head) or meta.get("head_hash") != expected_prev:
+    if str(meta.get("head_seq")) != str(head):
         problem(
             head or None,
             f"meta records head row {meta.get('head_seq')} but the journal ends at row {head} "
             "(rows were deleted or appended outside the ledger)",
+        )
+    elif meta.get("head_hash") != expected_prev:
+        problem(
+            head or None,
+            f"meta records head hash {meta.get('head_hash')} but the journal's last row "
+            f"{head} has hash {expected_prev} (meta or the last row was changed outside "
+            "the ledger)",
         )
     table = {str(a): (int(u), int(s)) for a, u, s in conn.execute("SELECT * FROM balances")}
     for account in sorted(set(table) | set(balances)):
