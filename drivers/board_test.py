@@ -10,6 +10,7 @@ waits up to ``action_timeout_s``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -197,12 +198,10 @@ class BoardTester:
         # nothing changes at the board: STATE still comes at least every 5 HEARTBEATs
         mark = self.link.mark()
         await asyncio.sleep(16 * self.interval)
-        window = [
-            r for r in self.link.received[mark:] if isinstance(r.msg, (p.Heartbeat, p.State))
-        ]
+        window = [r for r in self.link.received[mark:] if isinstance(r.msg, (p.Heartbeat, p.State))]
         states = [i for i, r in enumerate(window) if isinstance(r.msg, p.State)]
         check(len(states) >= 2, f"{len(states)} STATE in 16 idle intervals (want one per 5 beats)")
-        gaps = [b - a - 1 for a, b in zip(states, states[1:], strict=False)]
+        gaps = [b - a - 1 for a, b in itertools.pairwise(states)]
         check(
             max(gaps) <= STATE_EVERY_HEARTBEATS,
             f"{max(gaps)} HEARTBEATs between two STATEs (want at most {STATE_EVERY_HEARTBEATS})",

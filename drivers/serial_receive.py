@@ -217,8 +217,11 @@ class BoardReceiver:
             # the table's own seats are applied, so it cannot freeze the table's wagers
             self._counters["wagers_beyond_table"] += 1
             self._log.repeated(
-                "warning", "board.wager_beyond_table", board_id=self._board_id,
-                seats=stray, table_seats=limit,
+                "warning",
+                "board.wager_beyond_table",
+                board_id=self._board_id,
+                seats=stray,
+                table_seats=limit,
             )
         if present != self._present:
             self._present = present

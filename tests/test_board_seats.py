@@ -21,7 +21,8 @@ from drivers.serial_board import BoardSettings, SerialBoardDriver
 from progressived.lights import Light
 from tests.test_serial_driver import HB, Rig, make_rig, until
 
-TABLE = {seat: Light.IDLE for seat in range(1, 8)}  # the daemon lights every seat of a 7-seat table
+# the daemon lights every seat of a 7-seat table
+TABLE = dict.fromkeys(range(1, 8), Light.IDLE)
 
 
 @contextlib.asynccontextmanager
