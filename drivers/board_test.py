@@ -329,7 +329,6 @@ class BoardTester:
         old = self.hello
         mark = self.link.mark()
         self._beating = False
-        self._after_hello = 0  # the position in the record just after the last hello's STATE
         await self._ask("reboot the board (reset or power-cycle it)", "reboot")
         got = await self.link.wait_for(
             lambda r: isinstance(r.msg, p.Hello) and (old is None or r.msg.boot_id != old.boot_id),

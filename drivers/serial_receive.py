@@ -157,6 +157,9 @@ class BoardReceiver:
                 board_seats=hello.seats,
                 seats=required,
             )
+            if self._online:  # replaced by a smaller board: its frames are not the old one's
+                self._go_offline(f"board has {hello.seats} seats, the table {required}")
+            self._have_hello = False
             return
         now = self._now()
         same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id

@@ -137,3 +137,16 @@ async def test_lights_come_back_after_a_controller_stall(tmp_path: Path) -> None
         assert sim.lights[1] is Light.BET
         assert drv.counters["stall_lights"] >= 1
         assert drv.online and BoardOnline not in [type(e) for e in rig.drain()]
+
+
+async def test_a_board_replaced_by_a_smaller_one_goes_offline_at_its_hello(tmp_path: Path) -> None:
+    async with _rig(tmp_path, 7, told_first=True) as rig:
+        await rig.online()
+        rig.sim.seats = 5  # a 5-seat board plugged in instead (a new boot)
+        rig.sim.reboot()
+        offline = await rig.expect(BoardOffline)
+        assert "5 seats, the table 7" in offline.reason  # type: ignore[attr-defined]
+        rig.sim.place_bet(1)  # its frames are not taken for the old board's
+        await asyncio.sleep(6 * HB)
+        assert rig.drain() == []
+        assert not rig.drv.online
