@@ -46,7 +46,7 @@ DRIVER_COUNTERS = (
     "duplicates",  # a frame whose sequence number was already accepted
     "reordered",  # a frame older than one already accepted (dropped: state is newer)
     "gaps",  # frames never received (sequence numbers skipped)
-    "bad_payload",  # CRC good but the message is not valid (or names an unknown seat)
+    "bad_payload",  # CRC good but the message is not valid
     "wrong_direction",  # a controller frame received (echo on the line)
     "unexpected",  # a frame before the board's hello
     "duplicate_keys",  # a retransmitted key press (applied once)
@@ -72,6 +72,9 @@ DRIVER_COUNTERS = (
     "resync_hellos",  # C_HELLO sent because the board stopped acknowledging lights
     "wire_errors_logged",  # wire errors written to the log (the rest: rate-limited)
     "wire_errors_suppressed",  # wire errors only counted because of the rate limit
+    "too_few_seats",  # HELLOs refused: the board has fewer seats than the table
+    "wagers_beyond_table",  # STATEs with a wager on a seat beyond the table (seat ignored)
+    "stall_lights",  # LIGHTS resent because the controller had been silent (a stall)
 )
 
 

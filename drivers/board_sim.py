@@ -40,6 +40,8 @@ SIM_FAULTS = {
     "ack_stale": "acknowledges duplicate and older LIGHTS instead of dropping them",
     "no_key_retransmit": "sends each key press once, never again",
     "bad_crc": "sends its heartbeats with a wrong CRC",
+    "no_periodic_state": "sends STATE only on a change and after a HELLO, never periodically",
+    "no_key_after_hello": "does not resend unacknowledged KEYs after a C_HELLO (only per beat)",
 }
 
 
@@ -88,6 +90,7 @@ class BoardSimulator:
         self._task: asyncio.Task[None] | None = None
         self._last_controller_rx: float | None = None
         self._failsafe = False
+        self._beats_since_state = 0  # HEARTBEATs sent since the last STATE (any STATE)
         self._boot()
 
     # ------------------------------------------------------------------ state
@@ -183,6 +186,7 @@ class BoardSimulator:
 
     def _send_state(self) -> None:
         self.send(p.State(self.seats, frozenset(self.present), self.supervisor_on))
+        self._beats_since_state = 0
 
     def _send_pending(self) -> None:
         if "no_key_retransmit" in self.faults:
@@ -191,20 +195,22 @@ class BoardSimulator:
             self.send(p.Key(key_seq, code))
 
     async def _beat(self) -> None:
-        count = 0
         while True:
+            # a new interval from a C_HELLO applies from the heartbeat after the one due
             await asyncio.sleep(self.heartbeat_interval_s)
             if not self.plugged or self.frozen:
                 continue
-            count += 1
+            self._beats_since_state += 1
             if "bad_crc" in self.faults:
                 beat = bytearray(self.frame(p.Heartbeat()))
                 beat[-2] ^= 0x01 if beat[-2] != 0x01 else 0x03  # a CRC byte, never a zero
                 self.send_raw(bytes(beat))
             else:
                 self.send(p.Heartbeat())
-            if count % self.state_every == 0:
-                self._send_state()
+            if self._beats_since_state >= self.state_every and (
+                "no_periodic_state" not in self.faults
+            ):
+                self._send_state()  # at most state_every HEARTBEATs between two STATEs
             self._send_pending()
             self._check_failsafe()
 
@@ -251,7 +257,8 @@ class BoardSimulator:
             self._controller_alive()
             if "no_hello_reply" not in self.faults:
                 self._hello()
-                self._send_pending()
+                if "no_key_after_hello" not in self.faults:
+                    self._send_pending()
             return
         if self._rx_seq is None:
             if "lenient" not in self.faults:

@@ -10,6 +10,7 @@ waits up to ``action_timeout_s``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -24,6 +25,8 @@ M = TypeVar("M")
 
 #: The board's heartbeat interval until a controller hello sets one (docs/protocol.md).
 BOARD_DEFAULT_INTERVAL_S = 1.0
+#: At most this many HEARTBEATs between two STATEs (docs/protocol.md, STATE).
+STATE_EVERY_HEARTBEATS = 5
 
 
 @dataclass
@@ -108,6 +111,7 @@ class BoardTester:
         self.hello: p.Hello | None = None
         self.report = Report(port=link.port)
         self._beating = False
+        self._after_hello = 0  # the position in the record just after the last hello's STATE
 
     # ------------------------------------------------------------------ helpers
 
@@ -138,10 +142,11 @@ class BoardTester:
             p.Hello,
             "no HELLO in answer to the controller's hello",
         )
-        state = need(
-            await self.link.wait_for(_is(p.State), self.reply_s, mark),
-            p.State,
-            "no STATE after the HELLO",
+        state_item = await self.link.wait_for(_is(p.State), self.reply_s, mark)
+        state = need(state_item, p.State, "no STATE after the HELLO")
+        received = self.link.received
+        self._after_hello = next(
+            i + 1 for i in range(mark, len(received)) if received[i] is state_item
         )
         check(state.seats == hello.seats, f"STATE has {state.seats} seats, HELLO {hello.seats}")
         return hello
@@ -188,6 +193,20 @@ class BoardTester:
         beats = [r for r in self.link.received[mark:] if isinstance(r.msg, p.Heartbeat)]
         check(7 <= len(beats) <= 13, f"{len(beats)} heartbeats in 10 intervals (want 7..13)")
         return f"{len(beats)} heartbeats in 10 intervals of {self.heartbeat_ms} ms"
+
+    async def case_periodic_state(self) -> str:
+        # nothing changes at the board: STATE still comes at least every 5 HEARTBEATs
+        mark = self.link.mark()
+        await asyncio.sleep(16 * self.interval)
+        window = [r for r in self.link.received[mark:] if isinstance(r.msg, (p.Heartbeat, p.State))]
+        states = [i for i, r in enumerate(window) if isinstance(r.msg, p.State)]
+        check(len(states) >= 2, f"{len(states)} STATE in 16 idle intervals (want one per 5 beats)")
+        gaps = [b - a - 1 for a, b in itertools.pairwise(states)]
+        check(
+            max(gaps) <= STATE_EVERY_HEARTBEATS,
+            f"{max(gaps)} HEARTBEATs between two STATEs (want at most {STATE_EVERY_HEARTBEATS})",
+        )
+        return f"{len(states)} periodic STATEs in 16 intervals, at most {max(gaps)} beats apart"
 
     async def case_lights(self) -> str:
         await self._lights_acked()
@@ -285,13 +304,14 @@ class BoardTester:
         )
         check(again is not None, "an unacknowledged KEY was not retransmitted")
         await self._hello()
-        # after our hello the board resends its unacknowledged presses
+        # after our hello the board resends its unacknowledged presses right after HELLO and
+        # STATE, before its next HEARTBEAT (a retransmission on the beat does not count)
+        after = await self.link.wait_for(
+            lambda r: isinstance(r.msg, (p.Key, p.Heartbeat)), self.reply_s, self._after_hello
+        )
         check(
-            await self.link.wait_for(
-                lambda r: isinstance(r.msg, p.Key) and r.msg == first, self.reply_s
-            )
-            is not None,
-            "unacknowledged KEY not resent after the controller's hello",
+            after is not None and isinstance(after.msg, p.Key) and after.msg == first,
+            "unacknowledged KEY not resent right after the HELLO and STATE answering a C_HELLO",
         )
         self.link.send(p.KeyAck(first.key_seq))
         await asyncio.sleep(self.interval)  # in flight
@@ -356,6 +376,7 @@ class BoardTester:
         "heartbeat_before_hello",
         "hello",
         "heartbeats",
+        "periodic_state",
         "lights",
         "lights_bad_payload",
         "stale_lights",

@@ -82,10 +82,12 @@ class SerialBoardDriver(BoardReceiver):
         self._board_id = ""
         self._boot_id = -1
         self._board_seats = 0
+        self._table_size = 0
         self._rx_seq = 0
         self._tx_seq = 0
         self._last_rx = 0.0
         self._last_hb_tx = -1e9
+        self._last_tx = 0.0  # when we last wrote a frame (a longer silence is a stall)
         self._last_key = 0  # the last key press delivered to the daemon (this boot)
         self._acked_key = 0  # the last key press the daemon handled: acknowledged to the board
         self._present: frozenset[int] | None = None
@@ -130,8 +132,22 @@ class SerialBoardDriver(BoardReceiver):
 
     async def set_lights(self, lights: Mapping[int, Light]) -> None:
         self._log.adopt_context()
-        seats = self.settings.seats or self._board_seats or max(lights, default=1)
-        codes = light_codes(lights, max(seats, max(lights, default=1)))
+        # the daemon gives a light for every seat of the table: its highest is the table's size
+        self._table_size = max(self._table_size, max(lights, default=0))
+        codes = light_codes(lights, max(self._table_seats(), max(lights, default=1)))
+        if self._online and self._board_seats < self._required_seats():
+            self._have_hello = False  # the board's HELLOs are refused from now on
+            self._counters["too_few_seats"] += 1
+            self._log.repeated(
+                "error",
+                "board.too_few_seats",
+                board_id=self._board_id,
+                board_seats=self._board_seats,
+                seats=self._required_seats(),
+            )
+            self._go_offline(
+                f"board has {self._board_seats} seats, the table {self._required_seats()}"
+            )
         if codes == self._lights:
             return
         self._lights = codes
@@ -202,6 +218,7 @@ class SerialBoardDriver(BoardReceiver):
             transport.serial.reset_input_buffer()  # stale bytes from before we opened
         tick = self.settings.heartbeat_interval_s / 4
         self._last_hb_tx = -1e9
+        self._last_tx = self._now()
         try:
             while not self._stop.is_set() and not link.lost.is_set():
                 self._tick()
@@ -224,12 +241,19 @@ class SerialBoardDriver(BoardReceiver):
                 self._go_offline(
                     f"missed {self.settings.missed_heartbeats} heartbeats ({silent:.2f} s silent)"
                 )
+            # silent towards the board for 2 intervals (a stalled controller: an overloaded
+            # host, a stopped process): the board may have shown its fail-safe (all closed
+            # after 3 intervals) and shows it until the next LIGHTS, so resend them
+            stalled = now - self._last_tx > 2 * interval
             if now - self._last_hb_tx >= interval:
                 self._last_hb_tx = now
                 if self._online:
                     self._send(p.ControllerHeartbeat())
                 else:
                     self._send_controller_hello()
+            if stalled and self._online and self._lights is not None:
+                self._counters["stall_lights"] += 1
+                self._send_lights()
             since = self._lights_unacked_since
             if (
                 self._online
@@ -259,11 +283,14 @@ class SerialBoardDriver(BoardReceiver):
         if transport is not None and not transport.is_closing():
             transport.write(p.encode_message(msg, self._tx_seq))
             self._counters["frames_sent"] += 1
+            self._last_tx = self._now()
         return self._tx_seq
 
     def _send_lights(self) -> None:
         assert self._lights is not None
-        self._lights_seq = self._send(p.Lights(self._lights))
+        # never more codes than the board has seats (a smaller board is refused anyway)
+        codes = self._lights[: self._board_seats] if self._board_seats else self._lights
+        self._lights_seq = self._send(p.Lights(codes))
         self._lights_sent_at = self._now()
         if self._lights_unacked_since is None:
             self._lights_unacked_since = self._lights_sent_at

@@ -34,6 +34,7 @@ class BoardReceiver:
     _board_id: str
     _boot_id: int
     _board_seats: int
+    _table_size: int  # the highest seat the daemon gave set_lights (0: not yet told)
     _rx_seq: int
     _tx_seq: int
     _last_rx: float
@@ -144,11 +145,21 @@ class BoardReceiver:
         line); a board that lost our numbering anyway stops acknowledging LIGHTS, which
         makes :meth:`_tick` send a C_HELLO.
         """
-        if self.settings.seats is not None and hello.seats < self.settings.seats:
-            self._counters["bad_payload"] += 1
-            self._log.error(
-                "board.too_few_seats", board_seats=hello.seats, seats=self.settings.seats
+        required = self._required_seats()
+        if hello.seats < required:
+            # every seat of the table needs a sensor and a light: a smaller board would
+            # leave seats that can never see a wager. Refused until a bigger board answers.
+            self._counters["too_few_seats"] += 1
+            self._log.repeated(
+                "error",
+                "board.too_few_seats",
+                board_id=hello.board_id,
+                board_seats=hello.seats,
+                seats=required,
             )
+            if self._online:  # replaced by a smaller board: its frames are not the old one's
+                self._go_offline(f"board has {hello.seats} seats, the table {required}")
+            self._have_hello = False
             return
         now = self._now()
         same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
@@ -186,19 +197,38 @@ class BoardReceiver:
         if self._lights is not None:
             self._send_lights()
 
+    def _table_seats(self) -> int:
+        """The table's seats: those the daemon lights, else ``[board] seats``, else the board's."""
+        return self._table_size or self.settings.seats or self._board_seats
+
+    def _required_seats(self) -> int:
+        """The fewest seats a board may have: the table's and ``[board] seats`` (0: unknown)."""
+        return max(self._table_size, self.settings.seats or 0)
+
     def _invalid_state(self, state: p.State) -> str:
         """Why a STATE cannot be applied ('' when it can)."""
         if state.seats != self._board_seats:
             return f"STATE has {state.seats} seats, the board's HELLO {self._board_seats}"
-        limit = self.settings.seats or self._board_seats
-        beyond = sorted(seat for seat in state.present if seat > limit)
-        return f"wager on seat {beyond[0]} beyond the table's {limit}" if beyond else ""
+        return ""
 
     def _on_state(self, frame: p.Frame, state: p.State) -> None:
         self._counters["states"] += 1
-        if state.present != self._present:
-            self._present = state.present
-            self._emit(SensorsReported(present=state.present, board_seq=frame.seq))
+        limit = self._table_seats()
+        present = frozenset(seat for seat in state.present if seat <= limit)
+        if stray := sorted(state.present - present):
+            # a sensor beyond the table (a stray object, a stuck sensor on an unused seat):
+            # the table's own seats are applied, so it cannot freeze the table's wagers
+            self._counters["wagers_beyond_table"] += 1
+            self._log.repeated(
+                "warning",
+                "board.wager_beyond_table",
+                board_id=self._board_id,
+                seats=stray,
+                table_seats=limit,
+            )
+        if present != self._present:
+            self._present = present
+            self._emit(SensorsReported(present=present, board_seq=frame.seq))
         if state.supervisor != self._supervisor:
             self._supervisor = state.supervisor
             self._emit(SupervisorKey(on=state.supervisor))

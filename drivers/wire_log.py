@@ -23,6 +23,10 @@ driver_log = structlog.get_logger("drivers.serial_board")
 #: While the port cannot be opened: one warning per streak, then one a minute.
 CONNECT_FAILED_LOG_EVERY_S = 60.0
 
+#: Conditions that repeat every heartbeat while they last (a board with too few seats, a
+#: wager on a seat beyond the table): one line, then at most one a minute per event.
+REPEATED_LOG_EVERY_S = 60.0
+
 #: Wire errors logged at warning level per window (docs/protocol.md, "Wire errors").
 WIRE_LOG_BURST = 10
 WIRE_LOG_WINDOW_S = 60.0
@@ -102,6 +106,8 @@ class DriverLog:
         self._failures = 0
         self._failure_logged_at = -1e9
         self._counters = counters
+        self._repeated: dict[str, tuple[float, int]] = {}  # event -> (logged at, suppressed)
+        self._clock = clock
         self._wire = WireErrorLog(
             burst=WIRE_LOG_BURST,
             window_s=WIRE_LOG_WINDOW_S,
@@ -132,6 +138,22 @@ class DriverLog:
             self.warning(
                 "board.connect_failed", error=error, attempts=self._failures, retry_in_s=retry_in_s
             )
+
+    def repeated(self, level: str, event: str, **fields: Any) -> bool:
+        """A condition that recurs every heartbeat: logged once, then at most once a minute.
+
+        The line after a quiet spell carries ``suppressed_before=N``. True when logged.
+        """
+        now = self._clock()
+        logged_at, suppressed = self._repeated.get(event, (-1e18, 0))
+        if now - logged_at < REPEATED_LOG_EVERY_S:
+            self._repeated[event] = (logged_at, suppressed + 1)
+            return False
+        self._repeated[event] = (now, 0)
+        if suppressed:
+            fields["suppressed_before"] = suppressed
+        self._line(level, event, fields)
+        return True
 
     def connected(self) -> None:
         self._failures = 0

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from drivers import protocol as p
 from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported, SupervisorKey
+from drivers.board_link import BoardLink
 from drivers.board_sim import BoardSimulator, SimCommandError
 from drivers.serial_board import BoardSettings, SerialBoardDriver
 from progressived.engine import Command, Sensors, TableState, decide, initial_state
@@ -266,3 +268,54 @@ async def test_board_shows_closed_when_the_controller_goes_silent(tmp_path: Path
     await until(lambda: set(sim.lights.values()) == {Light.CLOSED}, timeout=3)
     assert out[-1].endswith("(controller silent)")
     await sim.stop()
+
+
+async def test_the_fail_safe_ends_with_a_lights_not_with_a_heartbeat(tmp_path: Path) -> None:
+    """docs/protocol.md, "Leaving the fail-safe": closed until the next accepted LIGHTS."""
+    sim = BoardSimulator(link=tmp_path / "b", heartbeat_interval_s=HB)
+    link = BoardLink(await sim.start())
+    await link.open()
+    try:
+        link.send(p.ControllerHello(round(HB * 1000)))
+        lights = p.Lights((p.LightCode.BET, p.LightCode.LOCKED))
+        seq = link.send(lights)
+        assert await link.ack_of(seq, 1.0, 0)
+        assert sim.lights[2] is Light.LOCKED
+        await until(lambda: set(sim.lights.values()) == {Light.CLOSED})  # silent: fail-safe
+        link.send(p.ControllerHeartbeat())
+        link.send(p.KeyAck(0))
+        await asyncio.sleep(4 * HB)
+        assert set(sim.lights.values()) == {Light.CLOSED}
+        link.send(lights)
+        await until(lambda: sim.lights[2] is Light.LOCKED)
+    finally:
+        await link.close()
+        await sim.stop()
+
+
+async def test_periodic_state_counts_heartbeats_since_the_last_state(tmp_path: Path) -> None:
+    """docs/protocol.md, STATE: after every 5th HEARTBEAT since the last STATE of any kind."""
+    sim = BoardSimulator(link=tmp_path / "b", heartbeat_interval_s=HB)
+    link = BoardLink(await sim.start())
+    await link.open()
+    try:
+        await asyncio.sleep(7 * HB)
+        mark = link.mark()
+        sim.place_bet(3)  # a STATE on a change restarts the count
+
+        def states() -> list[int]:
+            return [
+                i
+                for i in range(mark, len(link.received))
+                if isinstance(link.received[i].msg, p.State)
+            ]
+
+        await until(lambda: len(states()) >= 2)
+        change, periodic = states()[:2]
+        assert link.received[periodic].msg == p.State(7, frozenset({3}), False)
+        between = link.received[change + 1 : periodic]
+        beats = [r for r in between if isinstance(r.msg, p.Heartbeat)]
+        assert len(beats) == 5  # not at its 10th beat since boot: 5 since the last STATE
+    finally:
+        await link.close()
+        await sim.stop()

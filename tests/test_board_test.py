@@ -58,6 +58,8 @@ async def test_the_simulator_passes_every_case() -> None:
         ("no_key_retransmit", "key_retransmission", "was not retransmitted"),
         ("lenient", "reboot", "a LIGHTS before the controller's hello was acknowledged"),
         ("bad_crc", "board_frames", "board sent malformed frames: crc_error"),
+        ("no_periodic_state", "periodic_state", "STATE in 16 idle intervals"),
+        ("no_key_after_hello", "key_retransmission", "not resent right after the HELLO"),
     ],
 )
 async def test_a_broken_board_fails_the_case_it_breaks(fault: str, case: str, detail: str) -> None:
@@ -120,7 +122,7 @@ def test_cli_against_simulate_board_passes_and_reports_json(tmp_path: Path) -> N
         report = json.loads(out)
         assert report["passed"] is True
         assert all(c["passed"] for c in report["cases"])
-        assert len(report["cases"]) == 12
+        assert len(report["cases"]) == len(BoardTester.CASES) == 13
         assert len(actions) == 2
     finally:
         sim.terminate()
