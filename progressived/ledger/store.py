@@ -24,10 +24,9 @@ from typing import Any
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import chain, parameters, plan, schema
+from progressived.ledger import chain, opening, parameters, plan
 from progressived.ledger.commit import (
     BUSY_TIMEOUT_MS,
-    JOURNAL_SIZE_LIMIT,
     commit,
     known_keys,
     transaction,
@@ -36,9 +35,7 @@ from progressived.ledger.commit import (
 from progressived.ledger.commit import lock as _lock
 from progressived.ledger.errors import (
     LedgerError,
-    LedgerExists,
     LedgerMismatch,
-    LedgerMissing,
     LedgerUnavailable,
 )
 from progressived.ledger.plan import SNAPSHOT_EVERY, Head
@@ -164,11 +161,11 @@ class Ledger:
         except ValueError as exc:
             raise LedgerError(str(exc)) from None
         if presence != "any":
-            _check_presence(path, presence)
+            opening.check_presence(path, presence)
         lock_fd = _lock(path)
         try:
             if presence != "any":
-                _check_presence(path, presence)  # again, now no other process can init it
+                opening.check_presence(path, presence)  # again, now no other process can init it
             conn = sqlite3.connect(
                 path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
@@ -191,41 +188,9 @@ class Ledger:
         return ledger
 
     def _setup(self, at: str, software: str, presence: str, created_by: Mapping[str, str]) -> None:
-        conn = self._conn
-        try:
-            version = schema.file_version(conn)
-            schema.check_supported(version)
-            if version == 0 and presence == "existing":
-                raise LedgerMissing(
-                    f"ledger {self._path} is empty: it was never initialised (for a new "
-                    "table: remove the empty file, then `progressived init --config FILE`)"
-                )
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise LedgerUnavailable(f"ledger {self._path}: cannot use WAL mode ({mode})")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if version < schema.SCHEMA_VERSION:
-                with self._transaction():
-                    schema.migrate(conn, version)
-                    conn.executemany(
-                        "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                        [
-                            ("table_id", self._table_id),
-                            ("created_at", at),
-                            ("software", software),
-                            ("head_seq", "0"),
-                            ("head_hash", chain.GENESIS),
-                        ],
-                    )
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if missing := schema.missing_triggers(conn):  # a ledger made before they existed
-                with self._transaction():
-                    for statement in missing:
-                        conn.execute(statement)
-        except sqlite3.Error as exc:
-            raise translate(exc, self._path) from None
+        meta = opening.prepare(
+            self._conn, self._path, self._table_id, at, software, presence, self._transaction
+        )
         if meta.get("table_id") != self._table_id:
             raise LedgerMismatch(
                 f"ledger {self._path} belongs to table {meta.get('table_id')!r}, "
@@ -236,25 +201,7 @@ class Ledger:
             start = initial_state(self._params, at)
             self._write(
                 [
-                    _Record(
-                        "ledger_created",
-                        {
-                            "table_id": self._table_id,
-                            "schema_version": schema.SCHEMA_VERSION,
-                            "software": software,
-                            "paytable": self._params.paytable.id,
-                            "meters": list(self._params.meter_ids),
-                            "parameters": parameters.describe(self._params),
-                            **created_by,
-                        },
-                        at,
-                        created_by.get("operator") or created_by.get("os_user", ""),
-                        None,
-                        0,
-                        "system",
-                        None,
-                        None,
-                    ),
+                    opening.created_row(self._params, at, software, created_by),
                     Batch(start.events, start.state, at),
                 ]
             )
@@ -480,19 +427,3 @@ class Ledger:
         self._state = after.state
         self._since_snapshot = after.since_snapshot
         return rows.results
-
-
-def _check_presence(path: Path, presence: str) -> None:
-    """``existing``: the directory and the file must be there; ``new``: the file must not."""
-    if presence == "new" and (path.exists() or path.is_symlink()):
-        raise LedgerExists(
-            f"{path} already exists: progressived init creates a new ledger and never "
-            "overwrites one"
-        )
-    if not path.parent.is_dir():
-        raise LedgerMissing(f"ledger directory {path.parent} does not exist")
-    if presence == "existing" and not path.exists():
-        raise LedgerMissing(
-            f"no ledger at {path}: a missing ledger is not an empty one; create a new table's "
-            "ledger with `progressived init --config FILE`, or fix [ledger] path"
-        )

@@ -1,0 +1,110 @@
+"""Opening a ledger file: whether it may be opened, preparing its connection, its first row.
+
+Apart from :mod:`progressived.ledger.store` (the writer) so that what opening checks and
+sets -- a missing or foreign ledger, WAL and ``synchronous=FULL``, schema migrations, the
+append-only triggers an older file lacks, the ``ledger_created`` row's content -- reads in
+one place.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from progressived.ledger import chain, parameters, schema
+from progressived.ledger.commit import JOURNAL_SIZE_LIMIT, translate
+from progressived.ledger.errors import LedgerExists, LedgerMissing, LedgerUnavailable
+from progressived.ledger.rows import Record
+from progressived.params import TableParams
+
+
+def check_presence(path: Path, presence: str) -> None:
+    """``existing``: the directory and the file must be there; ``new``: the file must not."""
+    if presence == "new" and (path.exists() or path.is_symlink()):
+        raise LedgerExists(
+            f"{path} already exists: progressived init creates a new ledger and never "
+            "overwrites one"
+        )
+    if not path.parent.is_dir():
+        raise LedgerMissing(f"ledger directory {path.parent} does not exist")
+    if presence == "existing" and not path.exists():
+        raise LedgerMissing(
+            f"no ledger at {path}: a missing ledger is not an empty one; create a new table's "
+            "ledger with `progressived init --config FILE`, or fix [ledger] path"
+        )
+
+
+def prepare(
+    conn: sqlite3.Connection,
+    path: Path,
+    table_id: str,
+    at: str,
+    software: str,
+    presence: str,
+    transaction: Callable[[], AbstractContextManager[None]],
+) -> dict[str, str]:
+    """Check the schema, set WAL and ``synchronous=FULL``, migrate, add missing triggers;
+    returns the ``meta`` table. ``transaction`` is the writer's ``BEGIN IMMEDIATE`` block."""
+    try:
+        version = schema.file_version(conn)
+        schema.check_supported(version)
+        if version == 0 and presence == "existing":
+            raise LedgerMissing(
+                f"ledger {path} is empty: it was never initialised (for a new "
+                "table: remove the empty file, then `progressived init --config FILE`)"
+            )
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise LedgerUnavailable(f"ledger {path}: cannot use WAL mode ({mode})")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if version < schema.SCHEMA_VERSION:
+            with transaction():
+                schema.migrate(conn, version)
+                conn.executemany(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                    [
+                        ("table_id", table_id),
+                        ("created_at", at),
+                        ("software", software),
+                        ("head_seq", "0"),
+                        ("head_hash", chain.GENESIS),
+                    ],
+                )
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if missing := schema.missing_triggers(conn):  # a ledger made before they existed
+            with transaction():
+                for statement in missing:
+                    conn.execute(statement)
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from None
+    return {str(k): str(v) for k, v in meta.items()}
+
+
+def created_row(
+    params: TableParams, at: str, software: str, created_by: Mapping[str, str]
+) -> Record:
+    """The ``ledger_created`` row: the table, the schema, the software, the parameters as
+    created (docs/ledger.md) and who made it (``progressived init``: operator, OS user)."""
+    return Record(
+        "ledger_created",
+        {
+            "table_id": params.table_id,
+            "schema_version": schema.SCHEMA_VERSION,
+            "software": software,
+            "paytable": params.paytable.id,
+            "meters": list(params.meter_ids),
+            "parameters": parameters.describe(params),
+            **created_by,
+        },
+        at,
+        created_by.get("operator") or created_by.get("os_user", ""),
+        None,
+        0,
+        "system",
+        None,
+        None,
+    )
