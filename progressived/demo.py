@@ -72,10 +72,13 @@ def _banner(
     )
 
 
-def _header(work: Path, keep: bool) -> str:
-    """The banner's two lines that matter most, kept at the top of a redrawn screen."""
+def _header(work: Path, keep: bool, web_port: int) -> str:
+    """The banner's lines that matter most, kept at the top of a redrawn screen."""
     fate = "kept" if keep else "removed at exit"
-    return f"control socket {work / 'control.sock'}\nfiles {work} ({fate})"
+    return (
+        f"web sign http://127.0.0.1:{web_port}/table/{TABLE}  (open it in a browser)\n"
+        f"control socket {work / 'control.sock'}\nfiles {work} ({fate})"
+    )
 
 
 _TERMINATED = threading.Event()  # SIGTERM (a requested stop) raised the KeyboardInterrupt
@@ -128,7 +131,7 @@ def run_demo(
             banner = _banner(work, broker, metrics_port, keep, web_port)
             print(banner, file=out, flush=True)
             tty = not headless and is_terminal(out)
-            screen = Screen(out, tty=tty, header=_header(work, keep))
+            screen = Screen(out, tty=tty, header=_header(work, keep, web_port))
             status = _init_ledger(config, work / "ledger.db", out)
             if status == 0:
                 status = play(

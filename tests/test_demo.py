@@ -120,7 +120,12 @@ def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
     assert len(frames) > 10  # redrawn, not scrolled
     answered = next(f for f in frames if "board error: seat 9 outside 1..7" in f)
     work = _removed_dir(out)
-    assert answered.startswith(f"control socket {work / 'control.sock'}\r\nfiles {work}")
+    # The redrawn screen keeps the web sign's URL, the control socket and the files on top.
+    assert re.match(
+        r"web sign http://127\.0\.0\.1:\d+/table/demo-1 .*\r\n"
+        + re.escape(f"control socket {work / 'control.sock'}\r\nfiles {work}"),
+        answered,
+    ), answered[:300]
     assert "progressive main" in answered and "> bet 9" in answered
     assert answered.endswith("Ctrl-C stops\r\n> ")  # the prompt, where the cursor waits
     assert answered.count("\n") <= 29  # the whole frame fits the terminal's 30 rows
