@@ -14,6 +14,7 @@ from progressived.control import Peer
 from progressived.daemon.port import DeskPort, Note, ParameterPlan
 from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
+from progressived.ledger import parameters
 from progressived.money import MoneyError, cents, display, dollars
 from progressived.mqtt.payloads import meter_state
 from progressived.params import TableParams
@@ -180,23 +181,7 @@ def plan_reload(
 
 
 def param_changes(old: TableParams, new: TableParams) -> dict[str, Any]:
-    """Old and new values of every progressive parameter that differs (JSON-ready)."""
-
-    def describe(p: TableParams) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "paytable": p.paytable.id,
-            "wager_units": p.wager_units,
-            "policy": p.policy.value,
-            "award_order": p.award_order.value,
-            "seats": p.seats,
-        }
-        for m in p.meters:
-            out[f"meters.{m.id}.seed_units"] = p.reset_seed(m.id)
-            out[f"meters.{m.id}.rate"] = str(m.rate)
-            out[f"meters.{m.id}.reserve_rate"] = str(m.reserve_rate)
-            out[f"meters.{m.id}.limit_units"] = m.limit
-            out[f"meters.{m.id}.above_limit"] = m.above_limit.value
-        return out
-
-    before, after = describe(old), describe(new)
-    return {k: {"old": before[k], "new": after[k]} for k in after if before.get(k) != after[k]}
+    """Old and new values of every progressive parameter that differs (JSON-ready): the same
+    description the ledger records at creation and when opened with other parameters, so a
+    meter added by a reload shows ``old: null`` instead of failing."""
+    return parameters.changes(parameters.describe(old), parameters.describe(new))

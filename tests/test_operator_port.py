@@ -83,3 +83,20 @@ async def test_operator_close_and_open_are_each_one_ledger_transaction(
     assert kinds[1][1:] == ("engine", "ops-7")
     assert json.loads(rows[0][3])["reason"] == "pit closed"
     assert ("operator_open", "operator", "ops-7") in kinds
+
+
+def test_a_reload_that_adds_a_meter_describes_it_as_new() -> None:
+    """params-reload's `changes`: a meter added by the reload has `old: null` (the desk's own
+    copy of the description used to fail with KeyError) and matches the ledger's record."""
+    from fractions import Fraction
+
+    from progressived.operator import param_changes
+    from progressived.params import MeterParams
+    from tests.helpers import DOLLAR, table
+
+    old = table(rate="0.1")
+    new = table(rate="0.1", extra_meters=(MeterParams(id="mini", seed=100 * DOLLAR, rate=Fraction("0.01")),))
+    changes = param_changes(old, new)
+    assert changes["meters.mini.seed_units"] == {"old": None, "new": 100 * DOLLAR}
+    assert changes["meters.mini.rate"] == {"old": None, "new": "1/100"}
+    assert "meters.main.rate" not in changes
