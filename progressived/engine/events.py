@@ -342,6 +342,10 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             out["postings"] = [[p.account, p.units] for p in value]
         elif f.name == "settlement":
             out["settlement"] = [dataclasses.asdict(p) for p in value]
+        elif f.name == "request":  # a deferred meter request (meter_requested)
+            from progressived.engine.meter_requests import request_to_dict  # noqa: PLC0415
+
+            out["request"] = request_to_dict(value)
         elif isinstance(value, tuple):
             out[f.name] = list(value)
         else:
@@ -361,6 +365,10 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
             value = tuple(Posting(str(a), int(u)) for a, u in value)
         elif f.name == "settlement":
             value = tuple(Payment(**p) for p in value)
+        elif f.name == "request":
+            from progressived.engine.meter_requests import request_from_dict  # noqa: PLC0415
+
+            value = request_from_dict(value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value
