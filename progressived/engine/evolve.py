@@ -114,8 +114,8 @@ def evolve(state: TableState, event: Event) -> TableState:
             off = LINK_DOWN in state.closed
             return replace(state, phase=Phase.LOCKED, locked=frozenset(seats), linked_off=off)
         case ClaimRefused(seat=seat, hand=hand):  # a refused confirmation drops the award
-            kept = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))
-            return replace(state, awards=kept)
+            awards = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))
+            return replace(state, awards=awards)
         case WagerLocked(seat=seat, postings=postings):
             return replace(state, wager_postings=(*state.wager_postings, (seat, postings)))
         case WagerRefunded(seat=seat):

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Claim",
-    "Contribute",
     "ClaimRefused",
+    "Contribute",
     "MeterAnswered",
     "MeterAward",
     "MeterPort",
