@@ -132,21 +132,42 @@ def request_to_dict(request: MeterRequest) -> dict[str, Any]:
     """A JSON-ready dict of a meter request (``type`` plus its fields)."""
     match request:
         case Contribute():
-            return {"type": "contribute", "round": request.round, "seat": request.seat,
-                    "units": request.units, "count": request.count}
+            return {
+                "type": "contribute",
+                "round": request.round,
+                "seat": request.seat,
+                "units": request.units,
+                "count": request.count,
+            }
         case ReserveAwards():
-            return {"type": "reserve", "round": request.round, "first_order": request.first_order,
-                    "claims": [[c.seat, c.hand, c.meter] for c in request.claims]}
+            return {
+                "type": "reserve",
+                "round": request.round,
+                "first_order": request.first_order,
+                "claims": [[c.seat, c.hand, c.meter] for c in request.claims],
+            }
         case PostAward():
-            return {"type": "post", "round": request.round, "by": request.by,
-                    "award": _award_to_dict(request.award)}
+            return {
+                "type": "post",
+                "round": request.round,
+                "by": request.by,
+                "award": _award_to_dict(request.award),
+            }
         case VoidAward():
-            return {"type": "void", "round": request.round, "reason": request.reason,
-                    "award": _award_to_dict(request.award)}
+            return {
+                "type": "void",
+                "round": request.round,
+                "reason": request.reason,
+                "award": _award_to_dict(request.award),
+            }
         case RefundContribution():
-            return {"type": "refund", "round": request.round, "seat": request.seat,
-                    "units": request.units,
-                    "receipt": [[p.account, p.units] for p in request.receipt]}
+            return {
+                "type": "refund",
+                "round": request.round,
+                "seat": request.seat,
+                "units": request.units,
+                "receipt": [[p.account, p.units] for p in request.receipt],
+            }
 
 
 def request_from_dict(data: Mapping[str, Any]) -> MeterRequest:
@@ -154,20 +175,28 @@ def request_from_dict(data: Mapping[str, Any]) -> MeterRequest:
     round_no = int(data["round"])
     match data["type"]:
         case "contribute":
-            return Contribute(round=round_no, seat=int(data["seat"]), units=int(data["units"]),
-                              count=int(data["count"]))
+            return Contribute(
+                round=round_no,
+                seat=int(data["seat"]),
+                units=int(data["units"]),
+                count=int(data["count"]),
+            )
         case "reserve":
             claims = tuple(Claim(int(s), str(h), str(m)) for s, h, m in data["claims"])
-            return ReserveAwards(round=round_no, claims=claims,
-                                 first_order=int(data["first_order"]))
+            return ReserveAwards(
+                round=round_no, claims=claims, first_order=int(data["first_order"])
+            )
         case "post":
-            return PostAward(round=round_no, award=_award_from_dict(data["award"]),
-                             by=str(data["by"]))
+            return PostAward(
+                round=round_no, award=_award_from_dict(data["award"]), by=str(data["by"])
+            )
         case "void":
-            return VoidAward(round=round_no, award=_award_from_dict(data["award"]),
-                             reason=str(data["reason"]))
+            return VoidAward(
+                round=round_no, award=_award_from_dict(data["award"]), reason=str(data["reason"])
+            )
         case "refund":
             receipt = tuple(Posting(str(a), int(u)) for a, u in data["receipt"])
-            return RefundContribution(round=round_no, seat=int(data["seat"]),
-                                      units=int(data["units"]), receipt=receipt)
+            return RefundContribution(
+                round=round_no, seat=int(data["seat"]), units=int(data["units"]), receipt=receipt
+            )
     raise ValueError(f"unknown meter request type {data['type']!r}")
