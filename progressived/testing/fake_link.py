@@ -104,7 +104,7 @@ class FakeLink:
                     await self._publish_meters()
                     self._ready.set()
                     async for message in client.messages:
-                        await self._received(str(message.topic), message.payload)  # type: ignore[arg-type]
+                        await self._received(str(message.topic), message.payload)
             except aiomqtt.MqttError:
                 self._client = None
                 await asyncio.sleep(0.1)
