@@ -29,7 +29,7 @@ from progressived.daemon.outputs import Outputs, log_task_error
 from progressived.daemon.upkeep import MetricsView, housekeeping, watchdog
 from progressived.daemon_config import DaemonConfig
 from progressived.engine import Command, SetClosed, TableState
-from progressived.engine.meterbook.linked import LINKED_PORT
+from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Ledger, LedgerError, reports
 from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import Topics

@@ -38,7 +38,7 @@ def linked_config() -> RigConfig:
             "meter_max_rate_hz": 20,
             "reconnect_initial_s": 0.1,
             "reconnect_max_s": 0.5,
-        },  # fmt: skip
+        },
         log={"format": "json", "level": "debug"},
     )
 

@@ -12,7 +12,7 @@ from progressived.engine import Accepted, Decision, KeyHand, Lock, Reconcile, Se
 from progressived.engine.commands import Confirm, SetClosed
 from progressived.engine.events import AwardConfirmed, AwardKeyed, WagerLocked
 from progressived.engine.meter_port import ClaimRefused, MeterRequested, ReserveAwards
-from progressived.engine.meterbook.linked import LINKED_PORT
+from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger import Ledger
 from progressived.ledger.snapshot import dumps, loads
