@@ -107,7 +107,7 @@ async def test_lock_claim_confirm_through_the_link(tmp_path: Path) -> None:
         await t.press("S3", "H1")
         keyed = await t.sub.wait_event("award_keyed")
         assert keyed["cents"] == 100_030
-        assert any(m["state"] == "pending" for m in t.sub.meters("main"))
+        await until(lambda: any(m["state"] == "pending" for m in t.sub.meters("main")), "PENDING")
         await supervisor(t, "OK")
         confirmed = await t.sub.wait_event("award_confirmed")
         assert confirmed["cents"] == 100_030

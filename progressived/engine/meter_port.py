@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from progressived.engine.events import EVENT_TYPES, Event
+from progressived.engine.events import EVENT_TYPES, FIELD_CODECS, Event
 from progressived.engine.meter_requests import (
     Claim,
     Contribute,
@@ -36,6 +36,8 @@ from progressived.engine.meter_requests import (
     RefundContribution,
     ReserveAwards,
     VoidAward,
+    request_from_dict,
+    request_to_dict,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ class ClaimRefused(Event):
 
 
 EVENT_TYPES.update({MeterRequested.kind: MeterRequested, ClaimRefused.kind: ClaimRefused})
+FIELD_CODECS["request"] = (request_to_dict, request_from_dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
