@@ -2,7 +2,8 @@
 
 Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.table_config`),
 ``[board]`` (the driver plugin and its own settings), ``[keypad]``, ``[mqtt]``,
-``[ledger]``, ``[metrics]``, ``[control]`` and ``[log]``. Any problem raises
+``[ledger]``, ``[metrics]``, ``[control]``, ``[log]`` and, for a table with linked meters,
+``[link]``. Any problem raises
 :class:`~progressived.table_config.ConfigError` naming the file, the key and the reason.
 """
 
@@ -75,6 +76,15 @@ class BoardSection(BaseModel):
     driver: str = "serial"
 
 
+class LinkSection(_Strict):
+    """The link this table's linked meters belong to (issue 13; docs/link.md)."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+    missed_heartbeats: int = Field(default=3, ge=1, le=100)
+    heartbeat_s: float = Field(default=1.0, gt=0, le=60)
+    resend_s: float = Field(default=2.0, gt=0, le=600)
+
+
 class _DaemonModel(_Strict):
     table: dict[str, Any]
     progressive: dict[str, Any] = Field(default_factory=dict)
@@ -87,6 +97,7 @@ class _DaemonModel(_Strict):
     log: LogSection = Field(default_factory=LogSection)
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
+    link: LinkSection | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,27 @@ class DaemonConfig:
     log: LogSection
     watchdog: WatchdogSection
     selfcheck: SelfCheckSection
+    link: LinkSection | None = None
+
+
+def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
+    """A linked meter needs the ``[link]`` section, and names the same link."""
+    linked = [m for m in params.meters if m.link is not None]
+    if link is None:
+        if linked:
+            raise ConfigError(
+                f"{src}: link: meter {linked[0].id} is linked to {linked[0].link}: "
+                "a [link] section is needed"
+            )
+        return
+    if not linked:
+        raise ConfigError(f"{src}: link: no meter of [[progressive.meters]] names link {link.id}")
+    for index, m in enumerate(params.meters):
+        if m.link is not None and m.link != link.id:
+            raise ConfigError(
+                f"{src}: progressive.meters[{index}].link: {m.link} is not the table's link "
+                f"{link.id}"
+            )
 
 
 def _prefixed(source: str, section: str, exc: ValidationError) -> str:
@@ -122,6 +154,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
     params = table_params_from(
         {"table": model.table, "progressive": model.progressive}, src, source.parent
     )
+    _check_link(src, params, model.link)
     try:
         factory = load_driver_factory(model.board.driver)
     except DriverNotFound as exc:
@@ -169,6 +202,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         log=model.log,
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
+        link=model.link,
     )
 
 

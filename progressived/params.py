@@ -55,6 +55,8 @@ class MeterParams:
     limit: int | None = None
     above_limit: AboveLimit = AboveLimit.RESERVE
     start: int | None = None
+    # A linked meter (issue 13): its money is the link's; the table holds none of it.
+    link: str | None = None
 
     @property
     def start_units(self) -> int:
@@ -103,6 +105,19 @@ class TableParams:
     @property
     def meter_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.meters)
+
+    @property
+    def linked_meters(self) -> frozenset[str]:
+        """The meters a link holds (issue 13); empty for a single table."""
+        return frozenset(m.id for m in self.meters if m.link is not None)
+
+    @property
+    def link_id(self) -> str | None:
+        """The link the linked meters belong to (one link per table), or ``None``."""
+        return next((m.link for m in self.meters if m.link is not None), None)
+
+    def is_linked(self, meter_id: str) -> bool:
+        return any(m.id == meter_id and m.link is not None for m in self.meters)
 
     def seat_order(self) -> tuple[int, ...]:
         """Seats in the order awards are handled."""
@@ -166,8 +181,15 @@ def validate(params: TableParams) -> None:
         raise ParamsError("progressive.meters: at least one meter is needed")
     if len(set(ids)) != len(ids):
         raise ParamsError(f"progressive.meters: duplicate meter id in {ids}")
+    links = {m.link for m in params.meters if m.link is not None}
+    if len(links) > 1:
+        raise ParamsError(f"progressive.meters: one table joins one link, not {sorted(links)}")
     for index, m in enumerate(params.meters):
         key = f"progressive.meters[{index}] ({m.id})"
+        if m.link is not None:
+            if m.rate or m.reserve_rate or m.limit is not None or m.start is not None:
+                raise ParamsError(f"{key}: a linked meter's rates, limit and start are the link's")
+            continue
         if m.seed <= 0:
             raise ParamsError(f"{key}.seed: must be positive")
         if m.rate < 0 or m.reserve_rate < 0:

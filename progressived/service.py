@@ -23,11 +23,13 @@ from progressived.daemon.board_input import BOARD_OFFLINE, BoardInput
 from progressived.daemon.desk import DaemonDesk
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
+from progressived.daemon.link import LinkClient
 from progressived.daemon.outbox import LedgerOutbox
 from progressived.daemon.outputs import Outputs, log_task_error
 from progressived.daemon.upkeep import MetricsView, housekeeping, watchdog
 from progressived.daemon_config import DaemonConfig
 from progressived.engine import Command, SetClosed, TableState
+from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Ledger, LedgerError, reports
 from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import Topics
@@ -80,6 +82,13 @@ class Controller:
         self.board_input = BoardInput(self.journal, self.outputs, driver, self.health)
         self.journal.changed = self.outputs.redraw
         self.journal.wake = self.publisher.wake
+        self.link: LinkClient | None = None
+        if config.link is not None:  # a table with linked meters (docs/link.md)
+            self.link = LinkClient(self.journal, config, config.link)
+            self.journal.meter_port = LINKED_PORT
+            self.journal.link_book = self.link.book
+            self.journal.link_wake = self.link.wake
+            self.link.changed = self.outputs.redraw
         self.metrics_port: int | None = None
         self._stop = asyncio.Event()
         self._control: ControlServer | None = None
@@ -127,6 +136,8 @@ class Controller:
         """Open the ledger (recovering the round in progress) and journal the start."""
         j, cfg = self.journal, self.journal.config
         await j.open(self.version)
+        if self.link is not None:
+            await self.link.load()
         structlog.contextvars.bind_contextvars(table=j.params.table_id, round=j.state.round)
         if cfg.metrics.enabled:
             j.metrics = TableMetrics(MetricsView(j, self.health, self.driver, self.version))
@@ -198,6 +209,8 @@ class Controller:
             loop.create_task(self.board_input.run(), name="input"),
             loop.create_task(housekeeping(j, self.health), name="housekeeping"),
         ]
+        if self.link is not None:
+            tasks.append(loop.create_task(self.link.run(), name="link"))
         if self.notifier.watchdog_interval_s is not None:
             tasks.append(loop.create_task(watchdog(j, self.health, self.notifier), name="watchdog"))
         for task in tasks:
@@ -234,7 +247,7 @@ class Controller:
         j = self.journal
         async with j.lock:  # waits for a command being journaled
             for task in tasks:
-                if task.get_name() in ("input", "housekeeping", "watchdog"):
+                if task.get_name() in ("input", "housekeeping", "watchdog", "link"):
                     task.cancel()
             with contextlib.suppress(LedgerError):
                 await j.db(

@@ -49,7 +49,9 @@ class TableSection(_Strict):
 class MeterSection(_Strict):
     id: str = Field(default="main", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     seed: Amount = Decimal("1000.00")
-    rate: Amount
+    rate: Amount | None = None  # required for a local meter
+    # A linked meter names its link; its seed, rates and limit are the link's.
+    link: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
     reserve_rate: Amount = Decimal(0)
     limit: Amount | None = None
     above_limit: AboveLimit = AboveLimit.RESERVE
@@ -130,6 +132,11 @@ def table_params_from(
     meters = []
     for index, m in enumerate(model.progressive.meters):
         key = f"progressive.meters[{index}]"
+        if m.link is not None:
+            meters.append(_linked_meter(source, key, m))
+            continue
+        if m.rate is None:
+            raise ConfigError(f"{source}: {key}.rate: missing required key")
         try:
             meter_rate, reserve_rate = rate(m.rate), rate(m.reserve_rate)
         except MoneyError as exc:
@@ -161,11 +168,25 @@ def table_params_from(
     except ParamsError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     for index, (section, meter) in enumerate(zip(model.progressive.meters, meters, strict=True)):
-        if "seed" in section.model_fields_set and (
+        if section.link is None and "seed" in section.model_fields_set and (
             problem := seed_conflict(params, meter.id, meter.seed)
         ):
             raise ConfigError(f"{source}: progressive.meters[{index}].seed: {problem}")
     return params
+
+
+_LINK_OWNS = ("seed", "rate", "reserve_rate", "limit", "above_limit", "start")
+
+
+def _linked_meter(source: str, key: str, section: MeterSection) -> MeterParams:
+    """A meter held by a link: only its id and the link's id are the table's to give."""
+    for name in _LINK_OWNS:
+        if name in section.model_fields_set:
+            raise ConfigError(
+                f"{source}: {key}.{name}: meter {section.id} is linked to {section.link}; "
+                "its seed, rates and limit belong to the link's configuration"
+            )
+    return MeterParams(id=section.id, link=section.link)
 
 
 def load_table_params(path: Path) -> TableParams:

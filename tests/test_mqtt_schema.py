@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
+from dataclasses import replace
 from fractions import Fraction
 
 from progressived.daemon.board_input import BOARD_OFFLINE
@@ -34,6 +35,8 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.events import EVENT_TYPES, Event
+from progressived.engine.meter_port import ClaimRefused, MeterAnswered
+from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.mqtt.payloads import (
     EVENT_KEYS,
     closures,
@@ -132,7 +135,24 @@ def engine_events() -> list[Event]:
         Confirm(),
         Reconcile(),
     )
-    return events + more
+    return events + more + linked_events()
+
+
+def linked_events() -> list[Event]:
+    """A linked meter's own kinds: the request the link answers later, and its refusal."""
+    linked = replace(table("pmg-01"), meters=(MeterParams(id="main", link="link-a"),))
+    state = TableState()
+    events: list[Event] = []
+    for command in (Sensors(present=frozenset({3})), Lock(), KeyHand(seat=3, hand="royal-flush")):
+        decision = decide(linked, state, command, LINKED_PORT)
+        assert decision.accepted, decision
+        state, events = decision.state, events + list(decision.events)
+    refused = ClaimRefused(
+        at="t", round=1, seat=3, hand="royal-flush", meter="main", code="x", reason="refused"
+    )
+    answered = decide(linked, state, MeterAnswered(events=(refused,)), LINKED_PORT)
+    assert answered.accepted, answered
+    return events + list(answered.events)
 
 
 def test_the_doc_has_the_three_schemas() -> None:

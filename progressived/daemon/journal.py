@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -21,11 +21,14 @@ import structlog
 
 from progressived.clock import JournalClock
 from progressived.daemon.health import Health
+from progressived.daemon.link_out import LinkBook
 from progressived.daemon.outbox import event_outbox, system_outbox
 from progressived.daemon.port import Note
 from progressived.daemon_config import DaemonConfig
-from progressived.engine import Command, Lock, TableState, decide
+from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, TableState, decide
+from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.ledger import Batch, Ledger, LedgerError, LedgerUnavailable, OutboxFn
+from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
 from progressived.metrics import HitCounts, TableMetrics
 from progressived.mqtt.payloads import Topics
@@ -36,6 +39,10 @@ log = structlog.get_logger("progressived")
 P = ParamSpec("P")
 T = TypeVar("T")
 
+LinkResultFn = Callable[
+    [TableState, str],
+    Awaitable[tuple[MeterAnswered | None, list[Record], list[Statement]] | None],
+]
 Notify = Callable[[str, Mapping[str, Any]], None]
 """Tells observers (tests, the demo) what happened: ``applied``, ``rejected``, ``key``..."""
 
@@ -69,6 +76,12 @@ class Journal:
         self.wake: Callable[[], None] = lambda: None
         """Called after a write that queued outbox messages (the publisher wakes)."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        # A table with linked meters (issue 13): the linked port, and the link's side of
+        # each decision (messages into the link outbox, in the decision's transaction).
+        self.meter_port: MeterPort = LOCAL_BOOK
+        self.link_book: LinkBook | None = None
+        self.link_wake: Callable[[], None] = lambda: None
+        self.linked_meters: dict[str, Any] = {}  # the link's meter view (LinkedMeter)
 
     @property
     def params(self) -> TableParams:
@@ -145,7 +158,7 @@ class Journal:
 
     async def submit(
         self,
-        command: Command,
+        command: Command | MeterAnswered,
         *,
         idempotency_key: str | None = None,
         started: float | None = None,
@@ -160,7 +173,7 @@ class Journal:
 
     async def _submit_locked(
         self,
-        command: Command,
+        command: Command | MeterAnswered,
         idempotency_key: str | None = None,
         started: float | None = None,
         note: Note | None = None,
@@ -174,7 +187,7 @@ class Journal:
             await self._noted(note, note_at)
             await self.refuse(why, "ledger-unavailable", command)
             return why
-        decision = decide(self.params, self.state, command)
+        decision = decide(self.params, self.state, command, self.meter_port)
         if not decision.accepted:
             if not await self._noted(note, note_at):
                 return "the ledger is unavailable"
@@ -195,8 +208,20 @@ class Journal:
                 event_outbox(self.topics, self.params.table_id, decision.events),
             )
         )
+        link = None
+        seen = None
+        if self.link_book is not None and idempotency_key is not None:
+            seen = await self.db(self.ledger.lookup, str(idempotency_key))
+        if self.link_book is not None and seen is None:
+            head = (self.ledger.head_seq, self.ledger.head_hash)
+            link = self.link_book.outgoing(
+                self.state, decision.state, decision.events, command.actor, command.at, head
+            )
+            items += link.records
         try:
-            results = await self.commit(self.ledger.transact, items)
+            results = await self.commit(
+                self.ledger.transact, items, link.statements if link is not None else ()
+            )
         except LedgerUnavailable as exc:
             await self.ledger_failed(exc)
             return "the ledger is unavailable" if note is not None else f"not journaled: {exc}"
@@ -206,6 +231,10 @@ class Journal:
             log.info("duplicate input ignored", key=idempotency_key)
             return "already applied (the same input was journaled before)"
         self.state = decision.state
+        if link is not None and self.link_book is not None:
+            self.link_book.committed(link)
+            if link.records:
+                self.link_wake()
         structlog.contextvars.bind_contextvars(round=self.state.round)
         self.hits.count(decision.events)
         if self.metrics is not None:
@@ -227,6 +256,44 @@ class Journal:
         self.notify("applied", {"events": decision.events})
         self.changed()
         return None
+
+    async def link_result(self, build: LinkResultFn) -> bool:
+        """Journal a final result from the link in one transaction: its ``link_result`` row,
+        the deletion of its outbox row and the engine's answer (if the round awaits one).
+        ``build(state, at)`` makes them from the state as it stands under the lock; it
+        returns ``None`` for a result already journaled (a repeat: nothing is written)."""
+        async with self.lock:
+            at = self.journal_clock.stamp(self.clock())
+            built = await build(self.state, at)
+            if built is None:
+                return False
+            answer, records, statements = built
+            items: list[Batch | Record] = []
+            decision: Accepted | None = None
+            if answer is not None:
+                decided = decide(self.params, self.state, replace(answer, at=at), self.meter_port)
+                if isinstance(decided, Accepted):
+                    decision = decided
+                else:
+                    log.error("the link's answer does not fit the round", reason=decided.reason)
+                if decision is not None and decision.events:
+                    items.append(Batch(decision.events, decision.state, at, "link", None,
+                                       event_outbox(self.topics, self.params.table_id,
+                                                    decision.events)))  # fmt: skip
+            items += records
+            try:
+                await self.commit(self.ledger.transact, items, statements)
+            except LedgerUnavailable as exc:
+                await self.ledger_failed(exc)
+                return False
+            self.last_write = time.monotonic()
+            if decision is not None and decision.events:
+                self.state = decision.state
+                self.hits.count(decision.events)
+                self.notify("applied", {"events": decision.events})
+            self.wake()
+            self.changed()
+            return True
 
     def _note_record(self, note: Note, at: str) -> Record:
         category = "operator" if note.kind.startswith("operator") else "system"
@@ -256,7 +323,11 @@ class Journal:
         return True
 
     async def refuse(
-        self, reason: str, code: str, command: Command, idempotency_key: str | None = None
+        self,
+        reason: str,
+        code: str,
+        command: Command | MeterAnswered,
+        idempotency_key: str | None = None,
     ) -> None:
         log.warning(
             "command rejected",

@@ -16,6 +16,7 @@ from progressived.board import BoardDriver
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
 from progressived.lights import Light, lights
+from progressived.money import cents, display
 from progressived.mqtt.payloads import (
     closures,
     meter_payload,
@@ -52,22 +53,25 @@ class Outputs:
             state, board_online=self.health.board_online, ledger_ok=self.health.ledger_ok
         )
         for meter in params.meters:
-            shown_state = meter_state(state, meter.id, self.health.board_online)
+            linked = meter.link is not None
+            shown_state = meter_state(state, meter.id, self.health.board_online, linked)
             if not self.health.ledger_ok:
                 shown_state = "closed"
-            self.publisher.set_meter(
-                meter.id,
-                meter_payload(
-                    table_id=params.table_id,
-                    meter_id=meter.id,
-                    units=meter_units(state, meter.id),
-                    seq=head,
-                    state=shown_state,
-                    ts=ts,
-                    pending=pending_awards(state, meter.id),
-                    closed=closed,
-                ),
+            payload = meter_payload(
+                table_id=params.table_id,
+                meter_id=meter.id,
+                units=meter_units(state, meter.id),
+                seq=head,
+                state=shown_state,
+                ts=ts,
+                pending=pending_awards(state, meter.id),
+                closed=closed,
             )
+            if linked:
+                # The link's value (its retained meter topic), with its epoch and sequence.
+                view = j.linked_meters.get(meter.id)
+                payload.update(linked_fields(meter.link or "", view))
+            self.publisher.set_meter(meter.id, payload)
         self.publisher.wake()
         shown = lights(state, params.seats)
         if not self.health.ledger_ok and state.phase.value == "open":
@@ -94,6 +98,20 @@ class Outputs:
                 time.perf_counter() - started
             )
         j.notify("published", {"topic": topic, "seq": seq, "first_seen": first_seen})
+
+
+def linked_fields(link: str, view: Any) -> dict[str, Any]:
+    """A linked meter's sign fields: the link's value, epoch and sequence (none yet: 0)."""
+    units = int(view.units) if view is not None else 0
+    return {
+        "cents": cents(units),
+        "display": display(units),
+        "link": {
+            "id": link,
+            "epoch": int(view.epoch) if view is not None else 0,
+            "lseq": int(view.lseq) if view is not None else 0,
+        },
+    }
 
 
 def log_task_error(task: asyncio.Future[Any]) -> None:

@@ -9,7 +9,7 @@ Field names are a contract with the ledger, the MQTT events and export formats.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -333,6 +333,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
+# Fields whose values are not plain JSON, with their (to, from) functions: registered by
+# the modules that define them (meter_port: a ``meter_requested`` event's ``request``).
+FIELD_CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """A JSON-ready dict: ``kind`` plus every field; postings as ``[account, units]`` pairs."""
     out: dict[str, Any] = {"kind": event.kind}
@@ -342,6 +347,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             out["postings"] = [[p.account, p.units] for p in value]
         elif f.name == "settlement":
             out["settlement"] = [dataclasses.asdict(p) for p in value]
+        elif f.name in FIELD_CODECS:  # a deferred meter request (meter_requested)
+            out[f.name] = FIELD_CODECS[f.name][0](value)
         elif isinstance(value, tuple):
             out[f.name] = list(value)
         else:
@@ -361,6 +368,8 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
             value = tuple(Posting(str(a), int(u)) for a, u in value)
         elif f.name == "settlement":
             value = tuple(Payment(**p) for p in value)
+        elif f.name in FIELD_CODECS:
+            value = FIELD_CODECS[f.name][1](value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value

@@ -30,6 +30,7 @@ from progressived.engine.events import (
     WagerRefunded,
 )
 from progressived.engine.meter_port import (
+    ClaimRefused,
     Contribute,
     MeterRequest,
     MeterRequested,
@@ -39,7 +40,7 @@ from progressived.engine.meter_port import (
     VoidAward,
 )
 from progressived.engine.meter_requests import MeterAward
-from progressived.engine.state import KeyedHand, Phase, TableState
+from progressived.engine.state import LINK_DOWN, KeyedHand, Phase, TableState
 
 
 def _new_round(state: TableState) -> TableState:
@@ -53,6 +54,7 @@ def _new_round(state: TableState) -> TableState:
         awards=(),
         same_player=(),
         approved=(),
+        linked_off=False,
     )
 
 
@@ -64,11 +66,11 @@ def _answers(request: MeterRequest, event: Event) -> bool:
         case Contribute():
             return isinstance(event, WagerLocked) and request.seat == seat
         case ReserveAwards():
-            return isinstance(event, AwardKeyed) and any(
+            return isinstance(event, AwardKeyed | ClaimRefused) and any(
                 (c.seat, c.hand) == (seat, hand) for c in request.claims
             )
         case PostAward():
-            return isinstance(event, AwardConfirmed) and (
+            return isinstance(event, AwardConfirmed | ClaimRefused) and (
                 request.award.seat,
                 request.award.hand,
             ) == (seat, hand)
@@ -109,7 +111,11 @@ def evolve(state: TableState, event: Event) -> TableState:
         case SensorsChanged(present=present):
             return replace(state, sensed=frozenset(present))
         case RoundLocked(seats=seats):
-            return replace(state, phase=Phase.LOCKED, locked=frozenset(seats))
+            off = LINK_DOWN in state.closed
+            return replace(state, phase=Phase.LOCKED, locked=frozenset(seats), linked_off=off)
+        case ClaimRefused(seat=seat, hand=hand):  # a refused confirmation drops the award
+            awards = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))
+            return replace(state, awards=awards)
         case WagerLocked(seat=seat, postings=postings):
             return replace(state, wager_postings=(*state.wager_postings, (seat, postings)))
         case WagerRefunded(seat=seat):

@@ -15,8 +15,10 @@ ledger transaction) or later (``None``: the round records a :class:`MeterRequest
 waits; the answer arrives as a :class:`MeterAnswered` command). Waiting is a normal state
 of the round (``TableState.awaiting``): a claim keyed but not yet priced is not payable,
 RECONCILE, CONFIRM, REJECT, VOID and keying a meter hand refuse while the meter has not
-answered. A deferred adapter's events (``meter_requested``) are not journaled by today's
-ledger: they come with the linked meter (issue 13).
+answered. A deferred adapter's events (``meter_requested``) are journaled like any other,
+so a table stopped while it waits finds the request again (the linked meter, issue 13).
+A deferred meter may refuse a claim or a confirmation (``claim_refused``): the request is
+answered and the claim leaves the round (see docs/link.md, "A refused claim").
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from progressived.engine.events import Event
+from progressived.engine.events import EVENT_TYPES, FIELD_CODECS, Event
 from progressived.engine.meter_requests import (
     Claim,
     Contribute,
@@ -34,6 +36,8 @@ from progressived.engine.meter_requests import (
     RefundContribution,
     ReserveAwards,
     VoidAward,
+    request_from_dict,
+    request_to_dict,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Claim",
+    "ClaimRefused",
     "Contribute",
     "MeterAnswered",
     "MeterAward",
@@ -54,15 +59,28 @@ __all__ = [
     "VoidAward",
 ]
 
-
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeterRequested(Event):
     """The round asked the meter book and is waiting for its answer (deferred adapters only)."""
 
     kind: ClassVar[str] = "meter_requested"
     request: MeterRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimRefused(Event):
+    """A deferred meter refused a claim (``ReserveAwards``) or its confirmation
+    (``PostAward``): the request is answered, the claim leaves the round, nothing is paid."""
+
+    kind: ClassVar[str] = "claim_refused"
+    hand: str
+    meter: str
+    code: str
+    reason: str
+
+
+EVENT_TYPES.update({MeterRequested.kind: MeterRequested, ClaimRefused.kind: ClaimRefused})
+FIELD_CODECS["request"] = (request_to_dict, request_from_dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

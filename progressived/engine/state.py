@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from progressived.engine.meter_requests import MeterRequest
 
 
+# The reason a table closes its linked progressive when the link stops answering (issue 13):
+# LOCK still locks the local meters; a round locked while it holds sends no contribution
+# and its claims on a linked meter are refused.
+LINK_DOWN = "link-down"
+
+
 class Phase(enum.StrEnum):
     OPEN = "open"  # taking bets; LOCK starts the round
     LOCKED = "locked"  # wagers locked, cards out; keying winners
@@ -61,6 +67,8 @@ class TableState:
     # Meter requests the meter book has not answered yet (a deferred meter port only; the
     # local book answers at once, so this is always empty there).
     awaiting: tuple[MeterRequest, ...] = ()
+    # This round was locked while the link was down: no linked wagers, no linked claims.
+    linked_off: bool = False
 
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)

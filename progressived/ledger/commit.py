@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -87,9 +87,17 @@ def known_keys(
     return known
 
 
-def commit(conn: sqlite3.Connection, plan: Plan, path: Path | str) -> None:
+Statement = tuple[str, tuple[object, ...]]
+"""An extra SQL statement run in a write's transaction (the link outbox's rows)."""
+
+
+def commit(
+    conn: sqlite3.Connection, plan: Plan, path: Path | str, extra: Sequence[Statement] = ()
+) -> None:
     """Insert ``plan``'s rows and move the recorded head, in one durable transaction."""
     with transaction(conn, path):
+        for sql, args in extra:
+            conn.execute(sql, args)
         if plan.journal:
             conn.executemany(_INSERT_JOURNAL, plan.journal)
         if plan.postings:

@@ -34,6 +34,9 @@ def describe(params: TableParams) -> dict[str, Any]:
         "seats": params.seats,
     }
     for m in params.meters:
+        if m.link is not None:  # the link records its meters' figures
+            out[f"meters.{m.id}.link"] = m.link
+            continue
         out[f"meters.{m.id}.seed_units"] = params.reset_seed(m.id)
         out[f"meters.{m.id}.rate"] = str(m.rate)
         out[f"meters.{m.id}.reserve_rate"] = str(m.reserve_rate)

@@ -18,6 +18,7 @@ from hashlib import sha256
 from typing import Any
 
 from progressived.engine.events import Event, Posting
+from progressived.engine.meter_requests import request_to_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
 from progressived.ledger.rows import AppendResult, Batch, JournalRow, Record, dumps, nonzero
@@ -225,6 +226,8 @@ def event_dict(event: Event) -> dict[str, Any]:
                 out[name] = [dataclasses.asdict(p) for p in value]
             else:
                 out[name] = list(value)
+        elif name == "request":  # a deferred meter request (meter_requested)
+            out[name] = request_to_dict(value)
         else:
             out[name] = value
     return out

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from progressived.ledger.errors import LedgerMismatch
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x50524F47  # "PROG": marks the file as a progressived ledger
 
 # Text fields hashed by the chain may not hold '|' or line breaks (see chain.py).
@@ -127,8 +127,29 @@ def missing_triggers(conn: sqlite3.Connection) -> list[str]:
     return [sql for name, sql in LATE_TRIGGERS.items() if name not in have]
 
 
+# Version 2 (issue 13): the link outbox. A table's messages to its link controller wait here
+# until the link's final result is journaled -- deleted in that transaction, never on the
+# broker's PUBACK (docs/link.md). ``seq`` is the table's gapless link sequence.
+V2_LINK_OUTBOX = """
+CREATE TABLE link_outbox (
+    seq INTEGER PRIMARY KEY CHECK (seq >= 1),
+    id TEXT NOT NULL UNIQUE CHECK (length(id) > 0),
+    type TEXT NOT NULL CHECK (length(type) > 0),
+    topic TEXT NOT NULL CHECK (length(topic) > 0),
+    payload TEXT NOT NULL
+) STRICT
+"""
+
+
+def _add_link_outbox(conn: sqlite3.Connection) -> None:
+    conn.execute(V2_LINK_OUTBOX)
+
+
 # MIGRATIONS[n] upgrades a version-n file to n + 1 (0 = empty file).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_v1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _create_v1,
+    1: _add_link_outbox,
+}
 
 
 def file_version(conn: sqlite3.Connection) -> int:

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from progressived.engine.events import Posting, Postings
-from progressived.engine.meter_requests import MeterAward
+from progressived.engine.meter_requests import MeterAward, request_from_dict, request_to_dict
 from progressived.engine.state import KeyedHand, Phase, TableState
 
 FORMAT = 1
@@ -30,7 +30,7 @@ def _from_postings(raw: Any) -> Postings:
 
 def state_to_dict(state: TableState) -> dict[str, Any]:
     """A JSON-ready dict of every field of ``state``."""
-    return {
+    out = {
         "format": FORMAT,
         "round": state.round,
         "phase": state.phase.value,
@@ -57,6 +57,13 @@ def state_to_dict(state: TableState) -> dict[str, Any]:
         "opened": sorted(state.opened),
         "approved": [list(a) for a in state.approved],
     }
+    # Requests a deferred (linked) meter has not answered yet, and a round locked while the
+    # link was down: written only when set, so a single table's snapshots are as before.
+    if state.awaiting:
+        out["awaiting"] = [request_to_dict(r) for r in state.awaiting]
+    if state.linked_off:
+        out["linked_off"] = True
+    return out
 
 
 def state_from_dict(data: Mapping[str, Any]) -> TableState:
@@ -93,6 +100,8 @@ def state_from_dict(data: Mapping[str, Any]) -> TableState:
         approved=tuple(
             (int(seat), str(hand), str(by)) for seat, hand, by in data.get("approved", [])
         ),
+        awaiting=tuple(request_from_dict(r) for r in data.get("awaiting", [])),
+        linked_off=bool(data.get("linked_off", False)),
     )
 
 

@@ -27,6 +27,7 @@ from progressived.engine.state import TableState
 from progressived.ledger import chain, opening, parameters, plan
 from progressived.ledger.commit import (
     BUSY_TIMEOUT_MS,
+    Statement,
     commit,
     known_keys,
     transaction,
@@ -300,9 +301,21 @@ class Ledger:
         """Group commit: several appends in one transaction (one fsync)."""
         return self._write(batches)
 
-    def transact(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
-        """Appends and records, in this order, in one transaction (one fsync, all or none)."""
-        return self._write(items)
+    def transact(
+        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+    ) -> list[AppendResult]:
+        """Appends and records, in this order, in one transaction (one fsync, all or none);
+        ``extra`` statements (the link outbox's rows) commit or roll back with them."""
+        return self._write(items, extra)
+
+    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query on the writer's connection (the link outbox)."""
+        with self._mutex:
+            self._check_open()
+            try:
+                return list(self._conn.execute(sql, args).fetchall())
+            except sqlite3.Error as exc:
+                raise translate(exc, self._path) from None
 
     def record(
         self,
@@ -391,7 +404,9 @@ class Ledger:
         with transaction(self._conn, self._path):
             yield
 
-    def _write(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
+    def _write(
+        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+    ) -> list[AppendResult]:
         with self._mutex:
             if self._stale:
                 # The last write failed (disk full, I/O error). If the failure came after
@@ -400,12 +415,14 @@ class Ledger:
                 self._recover()
                 self._stale = False
             try:
-                return self._write_locked(items)
+                return self._write_locked(items, extra)
             except LedgerUnavailable:
                 self._stale = True
                 raise
 
-    def _write_locked(self, items: Sequence[Batch | _Record]) -> list[AppendResult]:
+    def _write_locked(
+        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+    ) -> list[AppendResult]:
         """Plan the rows (pure; refuses bad input), commit them, then move the head."""
         self._check_open()
         head = Head(
@@ -420,7 +437,7 @@ class Ledger:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results
-        commit(self._conn, rows, self._path)
+        commit(self._conn, rows, self._path, extra)
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)

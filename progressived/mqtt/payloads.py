@@ -38,6 +38,8 @@ from progressived.engine.events import (
     TableOpened,
     TrayPaid,
 )
+from progressived.engine.meter_requests import ReserveAwards
+from progressived.engine.state import LINK_DOWN
 from progressived.money import cents, display
 
 
@@ -76,11 +78,20 @@ def dumps(payload: Mapping[str, Any]) -> str:
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
-def meter_state(state: TableState, meter_id: str, board_online: bool = True) -> str:
-    """``open``, ``pending`` (an award awaits the supervisor) or ``closed``."""
-    if state.meter_pending(meter_id):
+def meter_state(
+    state: TableState, meter_id: str, board_online: bool = True, linked: bool = False
+) -> str:
+    """``open``, ``pending`` (an award awaits the supervisor, or a claim awaits a linked
+    meter's price) or ``closed``. The link down (``link-down``) closes linked meters only."""
+    if state.meter_pending(meter_id) or any(
+        c.meter == meter_id
+        for r in state.awaiting
+        if isinstance(r, ReserveAwards)
+        for c in r.claims
+    ):
         return "pending"
-    if state.closed or not board_online:
+    closed = state.closed if linked else state.closed - {LINK_DOWN}
+    if closed or not board_online:
         return "closed"
     return "open"
 

@@ -55,13 +55,15 @@ class RigConfig:
     metrics_port: int = 0
     log: Section = field(default_factory=lambda: {"format": "json"})
     header: str = ""
+    meters: Sequence[Section] = ()  # more meters after ``meter``
+    link: Section | None = None  # the ``[link]`` section of a table with a linked meter
 
     def sections(
         self, *, broker_host: str, broker_port: int, link: Path, ledger: Path, control: Path
     ) -> dict[str, Section | Sequence[Section]]:
-        return {
+        sections: dict[str, Section | Sequence[Section]] = {
             "table": {"id": self.table, "seats": self.seats, "paytable": self.paytable},
-            "progressive.meters": [self.meter],
+            "progressive.meters": [self.meter, *self.meters],
             "board": {"driver": "serial", "port": link, **self.board},
             "mqtt": {"host": broker_host, "port": broker_port, **self.mqtt},
             "ledger": {"path": ledger},
@@ -69,6 +71,9 @@ class RigConfig:
             "control": {"socket": control},
             "log": self.log,
         }
+        if self.link is not None:
+            sections["link"] = self.link
+        return sections
 
 
 def write_config(

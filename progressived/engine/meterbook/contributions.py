@@ -16,7 +16,7 @@ def open_meter_events(
     """Fund every configured meter not in ``opened`` with its starting amount (seed funding)."""
     events: list[Event] = []
     for meter in params.meters:
-        if meter.id in opened:
+        if meter.id in opened or meter.link is not None:  # a linked meter's money is the link's
             continue
         units = params.start_units(meter)
         events.append(
@@ -47,6 +47,8 @@ def contribution(
     postings = [Posting(source, -wager)]
     retained = wager
     for meter in params.meters:
+        if meter.link is not None:
+            continue  # the link applies its own rates to the wagers' full units
         to_meter = floor(wager * meter.rate)
         to_reserve = floor(wager * meter.reserve_rate)
         retained -= to_meter + to_reserve

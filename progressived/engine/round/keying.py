@@ -107,6 +107,13 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
             state,
         )
     if rule.pay.from_meter:
+        if state.linked_off and params.is_linked(rule.pay.meter):
+            return Rejected(
+                f"round {state.round} was locked while the link was down: its {hand} claim on "
+                f"linked meter {rule.pay.meter} is refused",
+                "link-closed",
+                state,
+            )
         if error := awaiting_error(state, f"keying {hand}"):
             return error
         wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]

@@ -1,0 +1,249 @@
+"""The table's link adapter: the link outbox sent in order, results journaled, heartbeats.
+
+One MQTT connection (the ``[mqtt]`` broker, user name the table id) subscribes to the
+link's messages for this table (``<prefix>/link/<link>/to/<table>``) and to the linked
+meters (``<prefix>/link/<link>/meter/<meter>``, retained). Every message in the link outbox
+(:mod:`progressived.daemon.link_out`, rows of the table ledger) is published in sequence
+order at QoS 1 and sent again after a ``resend`` result, after a heartbeat whose
+``expect`` shows the link has not got the oldest unanswered one, or after ``resend_s``
+without an answer. The broker's PUBACK deletes nothing: a final result is journaled
+(``link_result``, the link's head witnessed) in the transaction that deletes the outbox
+row and, for a claim or a confirmation, answers the round. A repeated result finds no
+outbox row and is ignored.
+
+After ``missed_heartbeats`` heartbeats missed in a row the table closes its linked meters
+(``SetClosed`` reason ``link-down``); the next heartbeat reopens them. Messages wait in
+the outbox meanwhile and drain when the link answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+import aiomqtt
+import structlog
+
+from progressived.daemon.journal import Journal
+from progressived.daemon.link_out import DELETE, LinkBook, result_record
+from progressived.daemon_config import DaemonConfig, LinkSection
+from progressived.engine import SetClosed
+from progressived.engine.meter_port import MeterAnswered
+from progressived.engine.state import LINK_DOWN, TableState
+from progressived.ledger.commit import Statement
+from progressived.ledger.rows import Record
+from progressived.link import messages as lm
+
+log = structlog.get_logger("progressived")
+
+_PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
+
+
+class LinkClient:
+    """The link's side of one table daemon (built by :mod:`progressived.service`)."""
+
+    def __init__(self, journal: Journal, config: DaemonConfig, link: LinkSection) -> None:
+        self.journal = journal
+        self.config = config
+        self.link = link
+        params, prefix = config.params, config.mqtt.prefix
+        self.book = LinkBook(params, link.id, prefix)
+        self.to_topic = lm.to_table_topic(prefix, link.id, params.table_id)
+        self.meter_topics = {
+            lm.meter_topic(prefix, link.id, m): m for m in sorted(params.linked_meters)
+        }
+        self.meters: dict[str, lm.LinkedMeter] = {}  # the link's latest view per meter
+        self.last_heartbeat = time.monotonic()
+        self.up = False  # heartbeats arriving
+        self.connected = False
+        self.depth = 0  # messages in the link outbox
+        self.sent_upto = 0  # the highest sequence published on this connection
+        self.sent_at: dict[int, float] = {}
+        self.resends = 0
+        self._wake = asyncio.Event()
+        self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
+
+    # ------------------------------------------------------------- start
+    async def load(self) -> None:
+        """Rebuild sequences and claim ids from the ledger (after the journal opened it)."""
+        j = self.journal
+        rows = await j.db(
+            j.ledger.read,
+            "SELECT data FROM journal WHERE kind = 'link_sent' AND "
+            "(round >= ? OR seq = (SELECT max(seq) FROM journal WHERE kind = 'link_sent')) "
+            "ORDER BY seq",
+            (j.state.round,),
+        )
+        self.book.load([(json.loads(data),) for (data,) in rows])
+        self.depth = len(await j.db(j.ledger.read, _PENDING, (0,)))
+        log.info("link", link=self.link.id, next_seq=self.book.next_seq, outbox=self.depth)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # ------------------------------------------------------------- run
+    async def run(self) -> None:
+        watch = asyncio.get_running_loop().create_task(self._watch(), name="link-watch")
+        backoff = self.config.mqtt.reconnect_initial_s
+        try:
+            while True:
+                try:
+                    await self._connected()
+                    backoff = self.config.mqtt.reconnect_initial_s
+                except aiomqtt.MqttError as exc:
+                    log.warning("link connection lost", error=str(exc))
+                self.connected = False
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.config.mqtt.reconnect_max_s)
+        finally:
+            watch.cancel()
+
+    def _client(self) -> aiomqtt.Client:
+        s, table = self.config.mqtt, self.config.params.table_id
+        tls = None
+        if s.tls is not None:
+            tls = aiomqtt.TLSParameters(
+                ca_certs=str(s.tls.ca_certs) if s.tls.ca_certs else None,
+                certfile=str(s.tls.certfile) if s.tls.certfile else None,
+                keyfile=str(s.tls.keyfile) if s.tls.keyfile else None,
+            )
+        return aiomqtt.Client(
+            hostname=s.host,
+            port=s.port,
+            identifier=f"{s.client_id or table}-link",
+            username=s.username,
+            password=s.resolved_password(),
+            keepalive=s.keepalive_s,
+            tls_params=tls,
+            tls_insecure=s.tls.insecure if s.tls is not None else None,
+        )
+
+    async def _connected(self) -> None:
+        async with self._client() as client:
+            await client.subscribe(self.to_topic, qos=1)
+            for topic in self.meter_topics:
+                await client.subscribe(topic, qos=1)
+            self.connected = True
+            self.sent_upto = 0  # a new connection: everything unanswered goes again
+            sender = asyncio.get_running_loop().create_task(self._sender(client))
+            try:
+                async for message in client.messages:
+                    await self._received(str(message.topic), bytes(message.payload or b""))
+            finally:
+                sender.cancel()
+                with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
+                    await sender
+
+    async def _sender(self, client: aiomqtt.Client) -> None:
+        j = self.journal
+        while True:
+            self._wake.clear()
+            rows = await j.db(j.ledger.read, _PENDING, (0,))
+            self.depth = len(rows)
+            now = time.monotonic()
+            if rows:
+                oldest = int(rows[0][0])
+                sent = self.sent_at.get(oldest)
+                if sent is not None and now - sent >= self.link.resend_s:
+                    self._resend_from(oldest, "no answer")
+            for seq, _ident, _kind, topic, payload in rows:
+                if int(seq) <= self.sent_upto:
+                    continue
+                await client.publish(str(topic), str(payload).encode(), qos=1)
+                self.sent_upto = int(seq)
+                self.sent_at[int(seq)] = time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(self.link.resend_s, self.link.heartbeat_s) / 2):
+                    await self._wake.wait()
+
+    def _resend_from(self, seq: int, why: str) -> None:
+        if self.sent_upto >= seq:
+            log.info("link: sending again", seq=seq, why=why)
+            self.resends += 1
+            self.sent_upto = seq - 1
+            self.wake()
+
+    async def _watch(self) -> None:
+        """Close the linked meters after the missed heartbeats; the heartbeat reopens them."""
+        limit = self.link.missed_heartbeats * self.link.heartbeat_s
+        while True:
+            await asyncio.sleep(self.link.heartbeat_s / 4)
+            silent = time.monotonic() - self.last_heartbeat
+            if silent > limit and LINK_DOWN not in self.journal.state.closed:
+                self.up = False
+                log.warning("link down: the linked meters close", link=self.link.id)
+                await self._set_closed(True)
+
+    async def _set_closed(self, closed: bool) -> None:
+        j = self.journal
+        await j.apply(SetClosed(reason=LINK_DOWN, closed=closed, at=j.clock(), actor="system"))
+
+    # ------------------------------------------------------------- messages in
+    async def _received(self, topic: str, payload: bytes) -> None:
+        try:
+            message = lm.decode_link(payload)
+        except lm.MessageError as exc:
+            log.warning("link: unreadable message ignored", topic=topic, code=exc.code)
+            return
+        if topic in self.meter_topics:
+            if isinstance(message, lm.LinkedMeter):
+                self._meter(message)
+            return
+        if getattr(message, "table", None) != self.config.params.table_id or (
+            getattr(message, "link", None) != self.link.id
+        ):
+            log.warning("link: a message for another table or link ignored", topic=topic)
+            return
+        if isinstance(message, lm.Heartbeat):
+            await self._heartbeat(message)
+        elif isinstance(message, lm.Result):
+            await self._result(message)
+        elif isinstance(message, lm.AwardUpdate):
+            log.info("link: award update", claim=message.award.claim, units=message.award.units)
+
+    def _meter(self, meter: lm.LinkedMeter) -> None:
+        known = self.meters.get(meter.meter)
+        if known is not None and (meter.epoch, meter.lseq) <= (known.epoch, known.lseq):
+            return  # never older than what the sign showed
+        self.meters[meter.meter] = meter
+        self.journal.linked_meters[meter.meter] = meter
+        self.changed()
+
+    async def _heartbeat(self, beat: lm.Heartbeat) -> None:
+        self.last_heartbeat = time.monotonic()
+        self.up = True
+        if LINK_DOWN in self.journal.state.closed:
+            log.info("link back: the linked meters reopen", link=self.link.id)
+            await self._set_closed(False)
+        sent = self.sent_at.get(beat.expect)
+        late = sent is not None and time.monotonic() - sent >= self.link.heartbeat_s / 2
+        if self.depth and late:
+            self._resend_from(beat.expect, "heartbeat expects it")
+
+    async def _result(self, result: lm.Result) -> None:
+        if result.status == "resend":
+            log.debug("link: resend", resend_from=result.resend_from)
+            self._resend_from(max(1, result.resend_from), "the link asked")
+            return
+        if await self.journal.link_result(lambda state, at: self._build(result, state, at)):
+            self.sent_at.pop(result.seq, None)
+            self.depth = max(0, self.depth - 1)
+            self.wake()
+
+    async def _build(
+        self, result: lm.Result, state: TableState, at: str
+    ) -> tuple[MeterAnswered | None, list[Record], list[Statement]] | None:
+        j = self.journal
+        rows = await j.db(
+            j.ledger.read, "SELECT id, payload FROM link_outbox WHERE seq = ?", (result.seq,)
+        )
+        if not rows or rows[0][0] != result.id:
+            log.debug("link: repeated result ignored", seq=result.seq)
+            return None
+        message = json.loads(rows[0][1])
+        answer = self.book.answer(state, message, result, at)
+        record = result_record(self.link.id, result, str(message["type"]), at)
+        return answer, [record], [(DELETE, (result.seq,))]
