@@ -382,7 +382,10 @@ def test_limit_sends_the_excess_to_the_reserve() -> None:
 
 
 def test_the_link_book_imports_no_io_clock_or_randomness() -> None:
-    """Like the engine: the link's protocol and book are pure (the adapter does the I/O)."""
+    """Like the engine: the link's protocol and book are pure (the adapter does the I/O).
+
+    The adapter's modules (the ledger, its checks and reports, reconcile, the configuration
+    loader) are named here, so a new module is pure unless it is added on purpose."""
     import ast
     from pathlib import Path
 
@@ -391,7 +394,8 @@ def test_the_link_book_imports_no_io_clock_or_randomness() -> None:
                  "threading", "structlog", "prometheus_client", "pydantic"}  # fmt: skip
     allowed_progressived = ("progressived.link", "progressived.money", "progressived.engine.")
     folder = Path(__file__).parent.parent / "progressived" / "link"
-    for path in sorted(folder.glob("*.py")):
+    adapters = {"ledger.py", "audit.py", "reports.py", "reconcile.py", "config.py"}
+    for path in sorted(p for p in folder.glob("*.py") if p.name not in adapters):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):

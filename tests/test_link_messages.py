@@ -83,7 +83,7 @@ SCHEMAS = all_schemas()
 
 def valid(payload: dict[str, Any]) -> bool:
     kind = payload.get("type")
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         return False
     return not list(jsonschema.Draft202012Validator(SCHEMAS[kind]).iter_errors(payload))
 

@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module and registers itself here. Exit statuses
 (docs/operations.md, "Exit codes"): 0 success, 1 a check failed or the daemon refused,
-2 bad usage or a bad file, 130 Ctrl-C, 141 the output pipe closed early.
+2 bad usage or a bad file, 3 (``link reconcile``) a ledger missing, 4 (``link reconcile``) a
+file that is not a ledger of the right kind, 130 Ctrl-C, 141 the output pipe closed early.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     from progressived.cli import (  # noqa: PLC0415
         control_cmd,
         ledger_cmd,
+        link_cmd,
         par_cmd,
         sign_cmd,
         simulate_cmd,
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
+    link_cmd.register(sub)
     # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never
     # imports a driver module itself.
     for plugin in sorted(entry_points(group="progressived.ctl"), key=lambda ep: ep.name):

@@ -16,6 +16,8 @@ from typing import Any
 from progressived.cli import verify_modes
 from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
+from progressived.ledger.readonly import ledger_kind
+from progressived.link import reports as link_reports
 
 
 def register(sub: Any) -> None:
@@ -99,10 +101,16 @@ def run_verify(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     elif report.ok:
         since = f" (since-verified: rows after {report.checked_from})" * (report.mode != "full")
+        link = report.ledger_kind == "link"
         print(
-            f"ledger {args.db}: OK{since}: table {report.table_id}, {report.rows} rows, "
-            f"{report.snapshots} snapshots; head row {report.head_seq} hash {report.head_hash}; "
-            "postings balance, balances equal the postings, the identity holds"
+            f"ledger {args.db}: OK{since}: {report.ledger_kind} {report.table_id}, "
+            f"{report.rows} rows, {report.snapshots} snapshots; head row {report.head_seq} "
+            f"hash {report.head_hash}; postings balance, balances equal the postings, the "
+            + (
+                "identity holds per linked meter, every result replays"
+                if link
+                else "identity holds"
+            )
         )
     else:
         first = report.problems[0]
@@ -131,10 +139,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_meters(args: argparse.Namespace) -> int:
     try:
-        report = reports.meters(args.db)
+        if ledger_kind(args.db) == "link":
+            report = link_reports.meters(args.db)
+            text = link_reports.render_meters
+        else:
+            report, text = reports.meters(args.db), reports.render_meters
     except LedgerError as exc:
         return _fail("meters", exc)
-    print(json.dumps(report, indent=2) if args.json else reports.render_meters(report))
+    print(json.dumps(report, indent=2) if args.json else text(report))
     return 0
 
 
@@ -142,8 +154,11 @@ def run_hits(args: argparse.Namespace) -> int:
     if args.last < 1:
         return _fail("hits", ValueError("--last must be at least 1"))
     try:
-        rows = reports.hits(args.db, args.last)
+        if ledger_kind(args.db) == "link":
+            rows, text = link_reports.hits(args.db, args.last), link_reports.render_hits
+        else:
+            rows, text = reports.hits(args.db, args.last), reports.render_hits
     except LedgerError as exc:
         return _fail("hits", exc)
-    print(json.dumps(rows, indent=2) if args.json else reports.render_hits(rows))
+    print(json.dumps(rows, indent=2) if args.json else text(rows))
     return 0

@@ -21,6 +21,7 @@ from progressived.ledger.heads import (
     record_verified,
     verified_from,
 )
+from progressived.ledger.readonly import ledger_kind
 from progressived.ledger.verify import VerifyReport, verify
 from progressived.ledger.verify_since import verify_since
 
@@ -66,7 +67,12 @@ def run(args: argparse.Namespace, show: Callable[[int, int], None] | None) -> Ve
     """The check the flags ask for; records the verified head when it passed."""
     report: VerifyReport | None = None
     if args.since_verified:
-        if args.deep:
+        if ledger_kind(args.db) == "link":
+            print(
+                "ledger verify: a link ledger is replayed in full: checking in full",
+                file=sys.stderr,
+            )
+        elif args.deep:
             print("ledger verify: --deep replays every row: checking in full", file=sys.stderr)
         else:
             try:

@@ -185,7 +185,10 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
     """The rows of one call, before numbering and hashing."""
     if isinstance(item, Record):
         chain.clean("kind", item.kind)
-        return [(at, item.round, item.seat, item.kind, item.category, dict(item.detail), ())]
+        if sum(p.units for p in item.postings):
+            raise ValueError(f"{item.kind} postings do not balance")
+        detail = dict(item.detail)
+        return [(at, item.round, item.seat, item.kind, item.category, detail, item.postings)]
     specs: list[_Spec] = []
     for event in item.events:
         specs.append(

@@ -30,3 +30,15 @@ def connect_readonly(path: Path | str) -> sqlite3.Connection:
         conn.close()
         raise LedgerError(f"{path}: an empty file: the ledger was never initialised")
     return conn
+
+
+def ledger_kind(path: Path | str) -> str:
+    """``table`` or ``link`` (``meta.ledger_kind``; a table ledger has none)."""
+    conn = connect_readonly(path)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'ledger_kind'").fetchone()
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: cannot read the ledger: {exc}") from None
+    finally:
+        conn.close()
+    return "table" if row is None else str(row[0])

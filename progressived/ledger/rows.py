@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from progressived.engine.events import Event
+from progressived.engine.events import Event, Posting
 from progressived.engine.state import TableState
 
 CATEGORIES = ("engine", "system", "operator", "parameter")
@@ -94,7 +94,11 @@ class Batch:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """A system / operator / parameter row (no postings, no state change)."""
+    """A system / operator / parameter row (no postings, no state change).
+
+    ``postings`` (balanced) is for a writer whose money rows are not engine events (the
+    link controller's ledger, progressived.link.ledger); the table's rows leave it empty.
+    """
 
     kind: str
     detail: Mapping[str, Any]
@@ -105,3 +109,4 @@ class Record:
     category: str
     idempotency_key: str | None
     outbox: OutboxFn | None
+    postings: tuple[Posting, ...] = ()

@@ -35,6 +35,7 @@ from progressived.ledger.errors import LedgerError
 from progressived.ledger.heads import Head, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
+from progressived.link import audit as link_audit
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class VerifyReport:
     identity_gap: int = 0
     problems: list[Problem] = field(default_factory=list)
     mode: str = "full"  # or "since-verified" (verify_since.py)
+    ledger_kind: str = "table"  # or "link" (a link controller's ledger, docs/link.md)
     checked_from: int = 0  # the chain was walked from the row after this one
 
     @property
@@ -85,6 +87,7 @@ class VerifyReport:
             "problems": [{"seq": p.seq, "message": p.message} for p in self.problems],
             "mode": self.mode,
             "checked_from_seq": self.checked_from,
+            "ledger_kind": self.ledger_kind,
         }
 
 
@@ -201,6 +204,8 @@ def _run(
 ) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     report.table_id = str(meta.get("table_id", ""))
+    link = link_audit.is_link(meta)
+    report.ledger_kind = "link" if link else "table"
     snapshots = {
         int(s): (str(h), str(t))
         for s, h, t in conn.execute("SELECT seq, hash, state FROM snapshots ORDER BY seq")
@@ -224,8 +229,9 @@ def _run(
             threads.submit(checks.rows, path, table, 0, middle, limit),
             threads.submit(checks.rows, path, table, middle, head, limit),
             threads.submit(checks.postings, path, head, limit),
-            threads.submit(checks.latest_snapshot, path, head),
         ]
+        if not link:  # a link ledger has none; replay() below says so if it has
+            jobs.append(threads.submit(checks.latest_snapshot, path, head))
         if integrity:
             jobs.append(threads.submit(checks.integrity, path))
         sums = threads.submit(checks.sums, path)
@@ -242,7 +248,9 @@ def _run(
             theirs, more, last, last_hash = second.result()
             found.extend(theirs)
             rows += more
-        if replay:
+        if link:  # the book is rebuilt and every stored result compared, always
+            found.extend(link_audit.replay(conn, head, len(snapshots), limit))
+        elif replay:
             found.extend(
                 checks.replay(conn, head, {s: t for s, (_, t) in snapshots.items()}, limit)
             )
@@ -297,9 +305,16 @@ def _tail_checks(
                 f"{balances.get(account, 0)}",
             )
     report.balances = nonzero(balances)
-    report.identity_gap = accounts.identity_gap(balances, meter_ids(balances))
-    if report.identity_gap:
-        problem(None, f"the accounting identity is off by {report.identity_gap} units")
+    if link_audit.is_link(meta):
+        gaps = link_audit.identity_gaps(balances, meter_ids(balances))
+        report.identity_gap = sum(abs(gap) for gap in gaps.values())
+        for meter, gap in gaps.items():
+            if gap:
+                problem(None, f"the identity of linked meter {meter} is off by {gap} units")
+    else:
+        report.identity_gap = accounts.identity_gap(balances, meter_ids(balances))
+        if report.identity_gap:
+            problem(None, f"the accounting identity is off by {report.identity_gap} units")
     for (key,) in conn.execute(
         "SELECT i.key FROM idempotency i LEFT JOIN journal j ON j.seq = i.first_seq "
         "WHERE i.last_seq > ? OR (i.last_seq >= i.first_seq AND j.idem_key IS NOT i.key)",
