@@ -55,6 +55,8 @@ class RigConfig:
     metrics_port: int = 0
     log: Section = field(default_factory=lambda: {"format": "json"})
     header: str = ""
+    # More sections after the rig's own (e.g. ``[link]`` for a table joining a link).
+    extra: Mapping[str, Section] = field(default_factory=dict)
 
     def sections(
         self, *, broker_host: str, broker_port: int, link: Path, ledger: Path, control: Path
@@ -68,6 +70,7 @@ class RigConfig:
             "metrics": {"port": self.metrics_port},
             "control": {"socket": control},
             "log": self.log,
+            **self.extra,
         }
 
 
