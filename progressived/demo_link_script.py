@@ -59,8 +59,10 @@ async def _confirm(t: DemoTable) -> None:
     await t.type("supervisor on", "key OK", "supervisor off")
 
 
-async def _seen(floor: Floor, t: DemoTable, kind: str, timeout: float = 30) -> None:
-    await floor.until(lambda: bool(floor.of(t.id, kind)), f"{t.id}: {kind}", timeout)
+async def _seen(
+    floor: Floor, t: DemoTable, kind: str, count: int = 1, timeout: float = 30
+) -> None:
+    await floor.until(lambda: len(floor.of(t.id, kind)) >= count, f"{t.id}: {kind}", timeout)
 
 
 async def act_contributions(floor: Floor, tables: list[DemoTable]) -> None:
@@ -117,7 +119,8 @@ async def act_outage(floor: Floor, link: Process, tables: list[DemoTable]) -> No
     )
     floor.say("-- the link controller restarts: it rebuilds its book from its ledger")
     link.start()
-    await _seen(floor, t, "award_keyed", 60)
+    keyed = len(floor.of(t.id, "award_keyed"))  # before the outage (act 2)
+    await _seen(floor, t, "award_keyed", keyed + 1, 60)
     await _confirm(t)
     await t.type("key RECON")
     await _reconciled(floor, t, 3)
