@@ -33,8 +33,8 @@ from typing import Any, TextIO
 
 import aiomqtt
 
-from progressived.broker import BrokerUnavailable
-from progressived.demo_broker import start_broker
+from progressived.broker import BrokerUnavailable, Mosquitto
+from progressived.demo_broker import AmqttBroker, start_broker
 from progressived.money import UNITS_PER_CENT
 from progressived.testing.board import PtyBoard, simulator
 from progressived.testing.config import RigConfig, render_toml, write_config
@@ -232,18 +232,33 @@ def _narrate(table: str, event: dict[str, Any]) -> str | None:
     return f"{table:<7} " + text.format(**fields)
 
 
+@dataclass
+class FloorRun:
+    """The running floor: the link controller, the tables, the brokers (the link's is the
+    tables' unless ``split_brokers``: then a relay must carry the link topics between them)."""
+
+    link: Process
+    tables: list[DemoTable]
+    broker: Mosquitto | AmqttBroker
+    link_broker: Mosquitto | AmqttBroker
+
+    @property
+    def port(self) -> int:
+        return self.broker.port
+
+
 @contextlib.asynccontextmanager
 async def floor_processes(
-    work: Path, count: int, out: TextIO
-) -> AsyncIterator[tuple[Process, list[DemoTable], int]]:
-    """Broker, link controller and ``count`` tables started; everything stopped at exit."""
+    work: Path, count: int, out: TextIO, *, split_brokers: bool = False
+) -> AsyncIterator[FloorRun]:
+    """Broker(s), link controller and ``count`` tables started; everything stopped at exit."""
     broker = start_broker(work)
+    link_broker = Mosquitto().start() if split_brokers else broker
     tables: list[DemoTable] = []
     link: Process | None = None
     try:
-        port = broker.port
         ids = table_ids(count)
-        config = link_config(work, port, ids)
+        config = link_config(work, link_broker.port, ids)
         _init(config, out, "link")
         link = Process("link", [*PROGRESSIVED, "link", "--config", str(config)], work / "link.log")
         link.start()
@@ -252,14 +267,14 @@ async def floor_processes(
             home.mkdir(exist_ok=True)
             board = simulator(home / "board", seats=7, heartbeat_interval_s=0.5)
             await board.start()
-            cfg = table_config(home, table, port)
+            cfg = table_config(home, table, broker.port)
             _init(cfg, out, table)
             run = [*PROGRESSIVED, "run", "--config", str(cfg)]
             daemon = Process(table, run, home / "daemon.log")
             tables.append(DemoTable(table, home, cfg, board, daemon))
         for t in tables:
             t.daemon.start()
-        yield link, tables, port
+        yield FloorRun(link, tables, broker, link_broker)
     finally:
         for t in tables:
             t.daemon.stop()
@@ -267,6 +282,8 @@ async def floor_processes(
                 await t.board.stop()
         if link is not None:
             link.stop()
+        if link_broker is not broker:
+            link_broker.stop()
         broker.stop()
 
 

@@ -128,8 +128,9 @@ async def act_outage(floor: Floor, link: Process, tables: list[DemoTable]) -> No
 
 async def play_floor(work: Path, count: int, headless: bool, out: TextIO) -> int:
     floor = Floor(say=lambda line: print(line, file=out, flush=True))
-    async with floor_processes(work, count, out) as (link, tables, port):
-        watcher = asyncio.create_task(watch(port, floor))
+    async with floor_processes(work, count, out) as run:
+        link, tables = run.link, run.tables
+        watcher = asyncio.create_task(watch(run.port, floor))
         try:
             await _online(floor, tables)
             floor.say(f"linked meter {dollars(floor.meter.get('units'))} on {len(tables)} tables")
