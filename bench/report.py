@@ -43,6 +43,19 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
                      tp["ledger_per_s"] >= 10_000))
         rows.append(("ledger (append_many) / bare sqlite", f"{tp['append_ratio']:.2f}x", "<= 2x",
                      tp["append_ratio"] <= 2))
+    link = r.get("link")
+    if link:
+        tput = link["throughput"]["wagers_per_s"]
+        rows.append(("link: wagers/s durable + acked (50 tables)", f"{tput:,}", ">= 10,000",
+                     tput >= 10_000))
+        c99 = link["claim_to_sign"]["p99_ms"]
+        rows.append(("link: claim -> every sign p99", f"{c99:.1f} ms", "<= 50 ms", c99 <= 50))
+        if fl:
+            link["claim_ratio_p99_to_floor_p99"] = round(c99 / fl["floor"]["p99_ms"], 2)
+        rss = link["link_rss_max_mib"]
+        rows.append(("link controller RSS (max)", f"{rss:.1f} MiB", "<= 80 MB", rss <= 80))
+        ratio = link["ledger"]["ratio"]
+        rows.append(("link ledger / bare sqlite", f"{ratio:.2f}x", "<= 2x", ratio <= 2))
     mem = r.get("memory")
     if mem:
         rows.append(("RSS after rounds (loop)", f"{mem['rss_mb_after_rounds']:.1f} MB", "<= 60 MB",

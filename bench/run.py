@@ -18,7 +18,11 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
 * startup     — daemon start -> READY on a ledger of >= 1,000,000 events (the memory loop's
                 ledger), and ``progressivectl ledger verify`` on it against its floor (one
                 pass reading every journal row and hashing it; bench/verify.py);
-* idle        — the daemon's CPU time over a 60 s idle window (board heartbeats only).
+* idle        — the daemon's CPU time over a 60 s idle window (board heartbeats only);
+* link        — the link controller (bench/link.py): contributions from 50 simulated tables
+                through the broker, durable and acknowledged (wagers/s over a minute); claim
+                -> every sign showing the hit (p99); the controller's RSS; and its ledger's
+                group commit against bare SQLite inserting the same rows (bench/link_ledger.py).
 
 ``--quick`` uses tiny counts (a smoke run, well under a minute); the figures are then not
 comparable with the targets. ``--only a,b`` runs some sections.
@@ -49,7 +53,7 @@ from progressived.broker import Mosquitto
 # This module is the runner (sections, counts, the command line); each section is measured by
 # its own module (bench/floor.py, latency.py, throughput.py, memory.py, startup.py), summarised
 # with bench/measure.py and judged against its target by bench/report.py.
-SECTIONS = ("floor", "latency", "throughput", "memory", "startup", "idle")
+SECTIONS = ("floor", "latency", "throughput", "memory", "startup", "idle", "link")
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,14 @@ class Counts:
     every: int = 10_000
     events: int = 1_000_000
     idle_s: float = 60.0
+    link_tables: int = 50
+    link_seconds: float = 60.0
+    link_claims: int = 200
 
 
 QUICK = Counts(
-    floor=50, presses=36, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0
+    floor=50, presses=36, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0,
+    link_tables=5, link_seconds=3.0, link_claims=10,
 )
 
 
@@ -120,6 +128,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result["startup"] = await bench_startup_idle(
                 section("startup"), big, counts.idle_s, "startup" in only, "idle" in only,
                 repeat=1 if args.quick else 3,
+            )
+        if "link" in only:
+            from bench.link import bench_link
+            from bench.link_ledger import bench_link_ledger
+
+            result["link"] = await bench_link(
+                section("link"), tables=counts.link_tables, seconds=counts.link_seconds,
+                claims=counts.link_claims,
+            )
+            result["link"]["ledger"] = bench_link_ledger(
+                section("link-ledger"), messages=counts.wagers // 10, group=counts.group // 10
             )
     rows = verdicts(result)
     result["targets"] = [

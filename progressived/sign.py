@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import aiomqtt
 
@@ -32,6 +32,9 @@ from progressived.sign_broker import (
     why_unreachable,
 )
 from progressived.sign_screen import redraw
+
+if TYPE_CHECKING:
+    from progressived.sign_link import LinkSignView
 
 _FONT: dict[str, tuple[str, ...]] = {
     "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
@@ -100,6 +103,14 @@ class SignView:
     @property
     def meter_topic(self) -> str:
         return meter_topic(self.prefix, self.table_id, self.meter_id)
+
+    def topics(self) -> tuple[str, ...]:
+        """Status first: a new boot restarts the seq expectation."""
+        return (
+            status_topic(self.prefix, self.table_id),
+            self.meter_topic,
+            event_topic(self.prefix, self.table_id),
+        )
 
     def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
@@ -216,19 +227,18 @@ async def run_sign(
     plain: bool = False,
     count: int | None = None,
     reconnect_s: float = 1.0,
+    view: SignView | LinkSignView | None = None,
 ) -> int:
-    """Subscribe to one table's meter and draw until interrupted (or after ``count`` updates).
+    """Subscribe to one table's meter (or ``view``'s: a linked meter) and draw until
+    interrupted (or after ``count`` updates).
 
     An unreachable broker is retried every ``reconnect_s``; a refused login or subscription
     is reported in one line and returns ``EXIT_NOT_AUTHORISED`` (retrying cannot help).
     """
-    view = SignView(prefix, meter_id, table_id)
+    if view is None:
+        view = SignView(prefix, meter_id, table_id)
     view.waiting_for = f"a controller to publish {view.meter_topic} on {login.url}"
-    topics = (
-        status_topic(prefix, table_id),  # first: a new boot restarts the seq expectation
-        view.meter_topic,
-        event_topic(prefix, table_id),
-    )
+    topics = view.topics()
     updates = 0
     unreachable = ""
 
@@ -282,7 +292,7 @@ async def run_sign(
                     f"broker {login.url} unreachable ({reason}); retrying every {reconnect_s:g}s"
                 )
             view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
-                table_id: "broker unreachable"
+                table_id or "link": "broker unreachable"
             }
             if not plain:
                 draw()

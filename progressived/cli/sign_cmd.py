@@ -43,7 +43,13 @@ def register(sub: Any) -> None:
         help="the table id whose meter this sign shows (required without --web; with --web "
         "repeat it to show several tables, or leave it out to show every table)",
     )
-    p.add_argument("--meter", default="main", help="meter id to show")
+    p.add_argument(
+        "--link",
+        action="append",
+        help="show a linked meter of this link (docs/link.md) instead of a table's; with --web "
+        "repeat it to show several links beside the tables given",
+    )
+    p.add_argument("--meter", default=None, help="meter id to show (main; a link's: pmg)")
     p.add_argument("--plain", action="store_true", help="one line per update instead of big digits")
     p.add_argument("--count", type=int, help="exit after this many updates")
     web = p.add_argument_group("web sign (docs/sign.md)")
@@ -123,6 +129,7 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
         login,
         prefix=args.prefix,
         tables=tuple(args.table or ()),
+        links=tuple(args.link or ()),
         banner_s=args.banner_s,
         keepalive_s=args.keepalive_s,
     )
@@ -159,11 +166,30 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
         return EXIT_USAGE
 
 
+def run_link(args: argparse.Namespace, login: BrokerLogin) -> int:
+    """The terminal sign of a linked meter (the link's retained topic only)."""
+    from progressived.sign_link import LinkSignView  # noqa: PLC0415
+
+    view = LinkSignView(args.prefix, args.link[0], args.meter or "pmg")
+    try:
+        return asyncio.run(
+            run_sign(
+                login, args.prefix, "", view.meter_id, plain=args.plain, count=args.count, view=view
+            )
+        )
+    except KeyboardInterrupt:
+        return 0
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         login = login_from(args)
         if args.web:
             return run_web(args, login)
+        if args.link:
+            if len(args.link) > 1 or args.table:
+                raise LoginError("the terminal sign shows one meter: give --link once, no --table")
+            return run_link(args, login)
         if not args.table or len(args.table) > 1:
             raise LoginError("the terminal sign shows one table: give --table once")
     except LoginError as exc:
@@ -174,7 +200,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(
             run_sign(
-                login, args.prefix, args.table[0], args.meter, plain=args.plain, count=args.count
+                login,
+                args.prefix,
+                args.table[0],
+                args.meter or "main",
+                plain=args.plain,
+                count=args.count,
             )
         )
     except KeyboardInterrupt:

@@ -16,7 +16,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-SOURCE_KINDS = ("table",)  # "link" joins when links ship (issue 13)
+from progressived.money import UNITS_PER_CENT
+
+SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
 _SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
 # table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
 _REASONS = {"operator": "closed by an operator"}
@@ -41,6 +43,7 @@ class Meter:
     # The last message carried ``pending`` (docs/mqtt.md): the awards awaiting the supervisor
     # come from the meter, and an award_keyed no newer than it does not add one.
     lists_pending: bool = False
+    order: tuple[int, int] = (-1, -1)  # a linked meter's (epoch, lseq)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +66,7 @@ class Award:
     cents: int
     round: int
     until: float = 0.0  # monotonic end of the banner
+    table: str = ""  # the winning table, on a linked meter's banner (its own id otherwise)
 
     def as_json(self, now: float) -> dict[str, Any]:
         return {
@@ -72,6 +76,7 @@ class Award:
             "cents": self.cents,
             "display": dollars(self.cents),
             "round": self.round,
+            "table": self.table,
             "remaining_ms": max(0, round((self.until - now) * 1000)),
         }
 
@@ -92,6 +97,7 @@ class Source:
     envy_round: int = -1
     envy: list[dict[str, Any]] = field(default_factory=list)
     seen: dict[int, None] = field(default_factory=dict)  # insertion-ordered event seqs
+    last_hit: dict[str, dict[str, Any]] = field(default_factory=dict)  # per linked meter
 
     @property
     def key(self) -> str:
@@ -170,6 +176,10 @@ class Floor:
             return None
         kind, ident, rest = where
         src = self.source(kind, ident)
+        if kind == "link":
+            if len(rest) == 2 and rest[0] == "meter" and rest[1]:
+                return src.key if self._link_meter(src, rest[1], data, now) else None
+            return None
         if rest == ["status"]:
             changed = self._status(src, data)
         elif len(rest) == 2 and rest[0] == "meter" and rest[1]:
@@ -229,6 +239,36 @@ class Floor:
         if isinstance(closed, list):
             src.closed_reasons = {str(r) for r in closed}
             src.closed_seq = max(src.closed_seq, seq)
+        return True
+
+    def _link_meter(self, src: Source, meter_id: str, data: dict[str, Any], now: float) -> bool:
+        """A linked meter (docs/link.md): ordered by ``(epoch, lseq)``, never an older one;
+        a new ``hit`` puts up the winning table's banner."""
+        units, epoch, lseq = data.get("units"), data.get("epoch"), data.get("lseq")
+        if type(units) is not int or type(epoch) is not int or type(lseq) is not int:
+            self.problem = "a linked meter needs integer units, epoch and lseq"
+            return False
+        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        if (epoch, lseq) <= meter.order:
+            return False  # older than (or the same as) the value already shown
+        first = meter.order == (-1, -1)  # a sign just started: the retained value
+        meter.order, meter.seq = (epoch, lseq), lseq
+        meter.cents = units // UNITS_PER_CENT
+        meter.display, meter.state = dollars(meter.cents), "open"
+        src.status = "online"
+        hit = data.get("hit")
+        if isinstance(hit, dict) and hit != src.last_hit.get(meter_id):
+            src.last_hit[meter_id] = hit
+            if not first:  # a sign that just started does not announce an old hit
+                src.banner = Award(
+                    meter_id,
+                    _int(hit.get("seat")),
+                    str(hit.get("hand", "")),
+                    _int(hit.get("units")) // UNITS_PER_CENT,
+                    -1,
+                    now + self.banner_s,
+                    str(hit.get("table", "")),
+                )
         return True
 
     def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:

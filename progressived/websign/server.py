@@ -31,7 +31,7 @@ from progressived.sign_broker import (
     why_unreachable,
 )
 from progressived.websign import DEFAULT_PORT
-from progressived.websign.model import SOURCE_KINDS, Floor
+from progressived.websign.model import Floor
 
 __all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
 
@@ -53,7 +53,8 @@ class SignServer:
 
     login: BrokerLogin
     prefix: str = "progressive"
-    tables: tuple[str, ...] = ()  # empty: every table under the prefix
+    tables: tuple[str, ...] = ()  # empty: every table under the prefix (unless links given)
+    links: tuple[str, ...] = ()  # linked meters shown (docs/link.md); none unless asked for
     banner_s: float = 30.0
     keepalive_s: int = 5
     reconnect_s: float = 1.0
@@ -71,14 +72,14 @@ class SignServer:
 
     def topics(self) -> list[str]:
         """Status first (a new boot restarts the seq expectation), then meters, events."""
-        ids = self.tables or ("+",)
-        kinds = SOURCE_KINDS if not self.tables else ("table",)
-        return [
-            f"{self.prefix}/{kind}/{ident}/{leaf}"
+        ids = self.tables or (() if self.links else ("+",))
+        topics = [
+            f"{self.prefix}/table/{ident}/{leaf}"
             for leaf in ("status", "meter/+", "event")
-            for kind in kinds
             for ident in ids
         ]
+        # A linked meter is the link's retained topic only (signs may read nothing else).
+        return topics + [f"{self.prefix}/link/{link}/meter/+" for link in self.links]
 
     def broker_json(self) -> dict[str, Any]:
         return {"state": self.broker, "detail": self.broker_detail, "url": self.login.url}

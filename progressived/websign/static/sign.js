@@ -56,7 +56,7 @@
     if (src.banner && now < until) {
       const b = el("div", "banner");
       b.dataset.seat = src.banner.seat;
-      b.append(el("span", "", "WINNER  TABLE " + src.id + "  SEAT " + src.banner.seat +
+      b.append(el("span", "", "WINNER  TABLE " + (src.banner.table || src.id) + "  SEAT " + src.banner.seat +
         "  " + src.banner.hand.toUpperCase()));
       b.append(el("span", "big", src.banner.display));
       box.append(b);

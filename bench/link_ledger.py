@@ -1,0 +1,120 @@
+"""The link controller's ledger against bare SQLite inserting the same rows.
+
+Why a module of its own: it measures the link's ledger in-process (no broker), the way the
+controller uses it — the book decides a group of contributions from many tables, then
+``LinkLedger.commit`` journals the group in one transaction — and after each group inserts
+the very rows that commit wrote (read back, untimed) into a fresh database with the same
+schema under the same pragmas, in one transaction. Interleaved group by group so the
+machine's load drifts over both alike; the ratio is the ledger's own cost
+(docs/performance.md, "The link controller").
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.stress import utc_now
+from bench.throughput import _JOURNAL_COLUMNS, _bare_copy
+from progressived.link import book
+from progressived.link.config import load_link_config
+from progressived.link.ledger import LinkLedger
+from progressived.link.messages import Contribution, Head, MeterWagers
+from progressived.money import UNITS_PER_DOLLAR
+
+TABLES = 50
+SEATS = 7
+
+
+def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
+    from bench.link import write_link_config  # noqa: PLC0415 - the same link as bench/link.py
+
+    ids = [f"t-{i:02d}" for i in range(TABLES)]
+    config = write_link_config(tmp, 1883, ids)
+    params = load_link_config(config).params
+    db = tmp / "link.db"
+    LinkLedger.create(db, params, at=utc_now(), software="bench")
+    ledger = LinkLedger.open(db, params)
+    bare = _bare_copy(db, tmp / "bare.db")
+    src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    seqs = dict.fromkeys(ids, 0)
+    decide_s = commit_s = bare_s = 0.0
+    rows = legs_n = 0
+    try:
+        done = 0
+        while done < messages:
+            state = ledger.book
+            steps = []
+            started = time.perf_counter()
+            for _ in range(min(group, messages - done)):
+                table = ids[done % TABLES]
+                seqs[table] += 1
+                seq = seqs[table]
+                msg = Contribution(
+                    table=table,
+                    seq=seq,
+                    id=f"{table}:{seq}",
+                    head=Head(seq, f"{seq:064x}"),
+                    at="2026-11-23T00:00:00Z",
+                    round=seq,
+                    wagers=(book_wagers(),),
+                )
+                step = book.receive(
+                    params, state, msg, topic_table=table, at_ms=done, head=ledger.head
+                )
+                state = step.state
+                steps.append((step, done))
+                done += 1
+            decide_s += time.perf_counter() - started
+            after = int(src.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
+            started = time.perf_counter()
+            ledger.commit(steps)
+            commit_s += time.perf_counter() - started
+            journal = src.execute(
+                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE seq > ? ORDER BY seq", (after,)
+            ).fetchall()
+            legs = src.execute(
+                "SELECT seq, leg, account, units FROM postings WHERE seq > ? ORDER BY seq, leg",
+                (after,),
+            ).fetchall()
+            keys = src.execute(
+                "SELECT key, first_seq, last_seq FROM idempotency WHERE first_seq > ?", (after,)
+            ).fetchall()
+            rows, legs_n = rows + len(journal), legs_n + len(legs)
+            started = time.perf_counter()
+            bare.execute("BEGIN IMMEDIATE")
+            bare.executemany(
+                f"INSERT INTO journal ({_JOURNAL_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                journal,
+            )
+            bare.executemany(
+                "INSERT INTO postings (seq, leg, account, units) VALUES (?, ?, ?, ?)", legs
+            )
+            bare.executemany(
+                "INSERT INTO idempotency (key, first_seq, last_seq) VALUES (?, ?, ?)", keys
+            )
+            bare.execute("COMMIT")
+            bare_s += time.perf_counter() - started
+    finally:
+        src.close()
+        bare.close()
+        ledger.close()
+    return {
+        "messages": messages,
+        "wagers": messages * SEATS,
+        "group": group,
+        "journal_rows": rows,
+        "posting_rows": legs_n,
+        "book_s": round(decide_s, 3),
+        "commit_s": round(commit_s, 3),
+        "commit_messages_per_s": round(messages / commit_s),
+        "bare_sqlite_s": round(bare_s, 3),
+        "ratio": round(commit_s / bare_s, 2),
+    }
+
+
+def book_wagers() -> MeterWagers:
+    return MeterWagers("pmg", SEATS, SEATS * UNITS_PER_DOLLAR)
