@@ -1,4 +1,5 @@
-"""What ``progressived``'s commands do: ``run``, ``init``, ``check-config``, ``self-check``.
+"""What ``progressived``'s commands do: ``run``, ``link``, ``init``, ``check-config``,
+``self-check``.
 
 Imported by :mod:`progressived.cli.daemon` only once the command line is parsed and a Ctrl-C
 is handled, so that even an interrupt while these (heavy) imports load ends in one line.
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from progressived import __version__, logs
-from progressived.cli import preflight
+from progressived.cli import link_cmd, preflight
 from progressived.cli.common import Exit
 from progressived.clock import utc_now
 from progressived.daemon_config import DaemonConfig, load_daemon_config
@@ -57,6 +58,8 @@ def ledger_status(exc: LedgerError) -> Exit:
 
 
 def check_config(path: Path, *, file_only: bool) -> int:
+    if link_cmd.is_link_file(path):
+        return link_cmd.check_config(path, file_only=file_only)
     if (config := _load(path)) is None:
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config)
@@ -139,6 +142,12 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_demo(
             headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
         )
+    if args.command == "link":
+        return link_cmd.run(args.config, check=args.check)
+    if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
+        if (link := link_cmd.load(args.config)) is None:
+            return Exit.USAGE
+        return link_cmd.init(link) if args.command == "init" else link_cmd.self_check(link)
     if (config := _load(args.config)) is None:
         return Exit.USAGE
     if args.command == "run":

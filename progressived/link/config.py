@@ -130,9 +130,7 @@ def _meter(source: str, index: int, m: LinkMeterSection, folder: Path | None) ->
                 f"requires at this wager ({paytable.seed_rule}); leave it out or set it to that"
             )
     elif m.seed is None:
-        raise ConfigError(
-            f"{source}: {key}.seed: paytable {paytable.id} states no seed; give one"
-        )
+        raise ConfigError(f"{source}: {key}.seed: paytable {paytable.id} states no seed; give one")
     else:
         seed = _money(source, f"{key}.seed", m.seed)
     try:

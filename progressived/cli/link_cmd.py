@@ -1,0 +1,134 @@
+"""``progressived link``, and ``init`` / ``check-config`` / ``self-check`` of a link's file.
+
+A configuration file with a ``[link]`` section (and no ``[table]``) is a link controller's
+(docs/link.md); the same verbs work on it. Expected faults end with one line and the exit
+codes of docs/operations.md: a bad file 2, no ledger 3, another ledger 4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from progressived import __version__, logs
+from progressived.cli.common import Exit
+from progressived.clock import utc_now
+from progressived.ledger import LedgerError
+from progressived.link.config import LinkConfig, is_link_config, load_link_config
+from progressived.selfcheck import run_selfcheck
+from progressived.table_config import ConfigError, read_toml
+
+
+def is_link_file(path: Path) -> bool:
+    """Whether ``path`` is a link controller's configuration (False if unreadable: the
+    table loader then reports why)."""
+    try:
+        return is_link_config(read_toml(path))
+    except ConfigError:
+        return False
+
+
+def load(path: Path, prog: str = "progressived") -> LinkConfig | None:
+    try:
+        return load_link_config(path)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def link_ledger_class() -> Any:
+    """``progressived.link.ledger.LinkLedger``, imported when first needed."""
+    return importlib.import_module("progressived.link.ledger").LinkLedger
+
+
+def ledger_missing(config: LinkConfig) -> str | None:
+    """Why there is no link ledger to open, or None (checked before anything opens)."""
+    path = config.ledger.path
+    init = f"create a new link's ledger with `progressived init --config {config.source}`"
+    if not path.parent.is_dir():
+        return f"ledger.path: the ledger directory {path.parent} does not exist ({init})"
+    if not path.exists():
+        return f"ledger.path: no link ledger at {path}: fix the path, or {init}"
+    return None
+
+
+def _status(exc: LedgerError) -> int:
+    from progressived.cli.daemon_cmds import ledger_status  # noqa: PLC0415 - no cycle at import
+
+    return int(ledger_status(exc))
+
+
+def run(path: Path, *, check: bool = False) -> int:
+    """Run the link controller (or, with ``check``, open its ledger, replay it, and exit)."""
+    if (config := load(path)) is None:
+        return Exit.USAGE
+    if (why := ledger_missing(config)) is not None:
+        print(f"progressived link: {config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    ledger_cls = link_ledger_class()
+    if check:
+        try:
+            ledger = ledger_cls.open(config.ledger.path, config.params)
+        except LedgerError as exc:
+            print(f"progressived link: {exc}", file=sys.stderr)
+            return _status(exc)
+        head = ledger.head
+        ledger.close()
+        print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
+        return Exit.OK
+    from progressived.link.controller import LinkController  # noqa: PLC0415 - heavy
+
+    logs.configure(config.log.format, config.log.level)
+    controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))
+    try:
+        return asyncio.run(controller.run())
+    except LedgerError as exc:  # from opening the ledger: nothing was started
+        print(f"progressived link: {exc}", file=sys.stderr)
+        return _status(exc)
+
+
+def check_config(path: Path, *, file_only: bool) -> int:
+    if (config := load(path)) is None:
+        return Exit.USAGE
+    if not file_only and (why := ledger_missing(config)) is not None:
+        print(f"{config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    meters = ", ".join(m.id for m in config.params.meters)
+    print(f"{path}: ok (link {config.params.link_id}, meters {meters})")
+    return Exit.OK
+
+
+def init(config: LinkConfig) -> int:
+    """Create the link's ledger (refuses an existing file: exit 6)."""
+    at = utc_now()
+    try:
+        link_ledger_class().create(
+            config.ledger.path, config.params, at=at, software=f"progressived {__version__}"
+        )
+    except LedgerError as exc:
+        print(f"progressived init: {exc}", file=sys.stderr)
+        return _status(exc)
+    print(
+        f"progressived init: created link ledger {config.ledger.path} for link "
+        f"{config.params.link_id} (meters {', '.join(m.id for m in config.params.meters)}; "
+        f"tables {', '.join(sorted(config.params.tables))}) at {at}"
+    )
+    return Exit.OK
+
+
+def self_check(config: LinkConfig) -> int:
+    if (why := ledger_missing(config)) is not None:
+        print(f"progressived self-check: {config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    result = run_selfcheck(
+        ledger_path=config.ledger.path,
+        config_path=config.source,
+        paytable_path=config.paytables[0] if config.paytables else None,
+        expected_software=config.selfcheck.software_sha256,
+    )
+    print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
+    return Exit.OK if result.ok else Exit.FAILED
