@@ -36,7 +36,9 @@ def link_data(port: int, tmp: Path, **link: Any) -> dict[str, Any]:
             "tables": ["t1", "t2", "t3"],
             "heartbeat_s": 0.2,
             "paytables": str(ROOT / "config" / "paytables"),
-            "meters": [{"id": "pmg", "paytable": "pmg-01", "rate": "0.03", "reserve_rate": "0.005"}],
+            "meters": [
+                {"id": "pmg", "paytable": "pmg-01", "rate": "0.03", "reserve_rate": "0.005"}
+            ],
             **link,
         },
         "mqtt": {"port": port, "reconnect_initial_s": 0.1, "reconnect_max_s": 0.5},
