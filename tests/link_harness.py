@@ -83,7 +83,9 @@ class TableClient:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> TableClient:
-        self._client = aiomqtt.Client("127.0.0.1", self.broker.port, username=self.table)
+        self._client = aiomqtt.Client(
+            "127.0.0.1", self.broker.port, username=self.table, max_inflight_messages=1000
+        )
         await self._client.__aenter__()
         await self._client.subscribe(f"{PREFIX}/link/{LINK}/to/{self.table}", qos=1)
         await self._client.subscribe(f"{PREFIX}/link/{LINK}/meter/#", qos=1)

@@ -134,24 +134,34 @@ class LinkMqtt:
             await self.inbox.put(Incoming(message.topic.value, raw, self._last_ms))
 
     async def _publish_loop(self) -> None:
-        timeout = self.settings.publish_timeout_s
+        """Hand each batch to the client in order at once; PUBACKs are awaited in the
+        background (at most ``max_inflight_messages`` wait), so a slow PUBACK never holds
+        the next batch back and the order on the connection is the order queued."""
+        pending: set[asyncio.Task[None]] = set()
         while True:
             batch = await self._outbox.get()
             client = self._client
             if client is None:
                 self.dropped += len(batch)
                 continue
-            try:
-                await asyncio.gather(
-                    *(
-                        client.publish(m.topic, m.payload, qos=1, retain=m.retain, timeout=timeout)
-                        for m in batch
-                    )
+            task = asyncio.get_running_loop().create_task(self._publish(client, batch))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            await asyncio.sleep(0)  # let it hand its messages to the client before the next
+
+    async def _publish(self, client: aiomqtt.Client, batch: Sequence[Outgoing]) -> None:
+        timeout = self.settings.publish_timeout_s
+        try:
+            await asyncio.gather(
+                *(
+                    client.publish(m.topic, m.payload, qos=1, retain=m.retain, timeout=timeout)
+                    for m in batch
                 )
-                self.published += len(batch)
-            except aiomqtt.MqttError as exc:
-                self.dropped += len(batch)
-                log.warning("publish failed (the tables will ask again)", error=str(exc))
+            )
+            self.published += len(batch)
+        except aiomqtt.MqttError as exc:
+            self.dropped += len(batch)
+            log.warning("publish failed (the tables will ask again)", error=str(exc))
 
     async def drain(self, timeout: float) -> None:
         """Wait (at most ``timeout``) until the outbox is sent, e.g. before a clean stop."""
