@@ -51,8 +51,11 @@ async def test_contribution_is_applied_after_one_commit_and_the_meter_is_publish
 async def test_a_repeat_gets_the_stored_result_and_a_gap_gets_resend(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
-    async with running(link_config(mosquitto, tmp_path)) as (_, journal):
-        async with TableClient(mosquitto, "t2") as t2:
+    async with (
+        running(link_config(mosquitto, tmp_path)) as (_, journal),
+        TableClient(mosquitto, "t2") as t2,
+    ):
+        if True:
             sim = SimTable("t2")
             first = sim.contribute(1)
             await t2.send(first)
@@ -63,7 +66,7 @@ async def test_a_repeat_gets_the_stored_result_and_a_gap_gets_resend(
             again = [r for r in t2.of_type("result") if r.seq == 1]
             assert encode(again[0]) == encode(again[1]) == encode(applied)
             assert len(journal.rows) == rows  # a repeat journals nothing
-            second, third = sim.contribute(1), sim.contribute(1)
+            _second, third = sim.contribute(1), sim.contribute(1)
             await t2.send(third)  # 2 was lost
             resend = await t2.wait("result", lambda r: r.seq == 3)
             assert (resend.status, resend.resend_from) == ("resend", 2)
@@ -141,8 +144,8 @@ async def test_a_broker_restart_republishes_the_retained_meter(
         mosquitto.start()  # persistence off: the retained meter is gone with it
         await until(lambda: controller.mqtt.connected, timeout=15)
         async with TableClient(mosquitto, "t2") as t2:
-            meter = await t2.wait("meter", lambda m: m.lseq == 1)
-            assert [r for _, m, r in t2.got if m.type == "meter"][0] is True  # retained
+            await t2.wait("meter", lambda m: m.lseq == 1)
+            assert next(r for _, m, r in t2.got if m.type == "meter") is True  # retained
 
 
 async def test_a_failed_commit_answers_nothing_and_the_resend_is_applied(
@@ -163,3 +166,16 @@ async def test_a_failed_commit_answers_nothing_and_the_resend_is_applied(
         await t1.send(msg)  # the table's outbox sends it again
         result = await t1.wait("result", lambda r: r.seq == 1)
         assert result.status == "applied" and controller.ledger_error is None
+
+
+async def test_progressivectl_status_renders_a_link(mosquitto: Mosquitto, tmp_path: Path) -> None:
+    from progressived.cli.control_cmd import render_answer
+
+    config = link_config(mosquitto, tmp_path)
+    async with running(config):
+        answer = await asyncio.to_thread(request, config.control.socket, {"action": "status"})
+        text = render_answer("status", answer)
+        assert "link link-a" in text and "meter pmg: $1,000.00" in text
+        assert "table t1: high-water 0, heard never" in text
+        refused = await asyncio.to_thread(request, config.control.socket, {"action": "close"})
+        assert refused == {"ok": False, "error": "the link controller answers `status` only"}

@@ -17,17 +17,13 @@ from pathlib import Path
 
 from progressived import __version__, logs
 from progressived.cli import link_cmd, preflight
-from progressived.cli.common import Exit
+from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
 from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import accounts
 from progressived.ledger import (
     Ledger,
     LedgerError,
-    LedgerExists,
-    LedgerMismatch,
-    LedgerMissing,
-    LedgerUnavailable,
 )
 from progressived.money import display
 from progressived.selfcheck import run_selfcheck
@@ -42,19 +38,6 @@ def _load(path: Path) -> DaemonConfig | None:
     except ConfigError as exc:
         print(f"progressived: {exc}", file=sys.stderr)
         return None
-
-
-def ledger_status(exc: LedgerError) -> Exit:
-    """The exit status for a ledger that cannot be used."""
-    if isinstance(exc, LedgerMissing):
-        return Exit.LEDGER_MISSING
-    if isinstance(exc, LedgerMismatch):
-        return Exit.LEDGER_MISMATCH
-    if isinstance(exc, LedgerUnavailable):
-        return Exit.LEDGER_UNAVAILABLE
-    if isinstance(exc, LedgerExists):
-        return Exit.LEDGER_EXISTS
-    return Exit.FAILED
 
 
 def check_config(path: Path, *, file_only: bool) -> int:

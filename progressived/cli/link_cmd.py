@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from progressived import __version__, logs
-from progressived.cli.common import Exit
+from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
 from progressived.ledger import LedgerError
 from progressived.link.config import LinkConfig, is_link_config, load_link_config
@@ -57,8 +57,6 @@ def ledger_missing(config: LinkConfig) -> str | None:
 
 
 def _status(exc: LedgerError) -> int:
-    from progressived.cli.daemon_cmds import ledger_status  # noqa: PLC0415 - no cycle at import
-
     return int(ledger_status(exc))
 
 
