@@ -42,6 +42,7 @@ from progressived.cli import ctl, daemon
 from progressived.daemon_config import _DaemonModel, daemon_config_from, load_daemon_config
 from progressived.engine.events import EVENT_TYPES
 from progressived.keypad_map import KeypadMap
+from progressived.link.config import LinkSection, link_config_from
 from progressived.mqtt.payloads import event_payload
 from progressived.paytable import load_paytable
 from progressived.table_config import ConfigError, ProgressiveConfig
@@ -76,14 +77,16 @@ def check_toml_block(block: str, folder: Path) -> None:
         assert list(data) == [section], f"a {section} section holds {list(data)}"
         base = tomllib.loads(CONFIG.read_text(), parse_float=Decimal)
         daemon_config_from({**base, section: data[section]}, CONFIG)
+    elif marker == "# link.toml":
+        link_config_from(data, ROOT / "config" / "link.toml")
     elif marker == "# paytable file":
         path = folder / f"{data['id']}.toml"
         path.write_text(block)
         load_paytable(path)
     else:
         raise AssertionError(
-            f"a TOML block must start with '# progressived.toml', '# [name] section' or "
-            f"'# paytable file', not {marker!r}"
+            f"a TOML block must start with '# progressived.toml', '# link.toml', "
+            f"'# [name] section' or '# paytable file', not {marker!r}"
         )
 
 
@@ -154,7 +157,7 @@ def configuration_fields() -> dict[str, FieldInfo]:
             type(load_daemon_config(CONFIG).board),
         ],
     }
-    fields: dict[str, FieldInfo] = {}
+    fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
     for section, field in _DaemonModel.model_fields.items():
         models = section_models.get(section) or _models_in(field.annotation)
         assert models, f"no model for the [{section}] section"

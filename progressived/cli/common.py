@@ -17,6 +17,14 @@ from contextlib import contextmanager
 from enum import IntEnum
 from typing import Any, NoReturn
 
+from progressived.ledger.errors import (
+    LedgerError,
+    LedgerExists,
+    LedgerMismatch,
+    LedgerMissing,
+    LedgerUnavailable,
+)
+
 
 class Exit(IntEnum):
     """Exit statuses of ``progressived`` and ``progressivectl`` (docs/operations.md)."""
@@ -30,6 +38,19 @@ class Exit(IntEnum):
     LEDGER_EXISTS = 6  # `progressived init` refused: there is a file at the ledger path
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
     BROKEN_PIPE = 141  # the reader of the output went away, e.g. `| head` (128 + SIGPIPE)
+
+
+def ledger_status(exc: LedgerError) -> Exit:
+    """The exit status for a ledger that cannot be used."""
+    if isinstance(exc, LedgerMissing):
+        return Exit.LEDGER_MISSING
+    if isinstance(exc, LedgerMismatch):
+        return Exit.LEDGER_MISMATCH
+    if isinstance(exc, LedgerUnavailable):
+        return Exit.LEDGER_UNAVAILABLE
+    if isinstance(exc, LedgerExists):
+        return Exit.LEDGER_EXISTS
+    return Exit.FAILED
 
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")

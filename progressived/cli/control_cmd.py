@@ -61,7 +61,29 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run, action="transfer")
 
 
+def _render_link_status(status: dict[str, Any]) -> str:
+    lines = [f"link {status['link']}  policy {status['policy']}  version {status['version']}"]
+    for meter_id, m in status["meters"].items():
+        lines.append(
+            f"meter {meter_id}: {m['display']} (epoch {m['epoch']}), reserve "
+            f"{display(m['reserve_cents'] * UNITS_PER_CENT)}, pending "
+            f"{display(m['pending_cents'] * UNITS_PER_CENT)}"
+        )
+    for table, t in status["tables"].items():
+        heard = "never" if t["heard_s_ago"] is None else f"{t['heard_s_ago']} s ago"
+        lines.append(f"table {table}: high-water {t['hwm']}, heard {heard}")
+    counts = ", ".join(f"{k} {v}" for k, v in status["messages"].items())
+    lines.append(f"messages: {counts} (batches {status['batches']})")
+    lines.append(f"broker: {'connected' if status['broker']['connected'] else 'DISCONNECTED'}")
+    ledger = status["ledger"]
+    health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
+    lines.append(f"ledger: {health} (head {ledger['head_seq']})")
+    return "\n".join(lines)
+
+
 def _render_status(status: dict[str, Any]) -> str:
+    if "link" in status:
+        return _render_link_status(status)
     lines = [
         f"table {status['table']}  paytable {status['paytable']}  version {status['version']}",
         f"round {status['round']} ({status['phase']})"

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     from progressived.cli import (  # noqa: PLC0415
         control_cmd,
         ledger_cmd,
-        link_cmd,
+        link_ctl,
         par_cmd,
         sign_cmd,
         simulate_cmd,
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
-    link_cmd.register(sub)
+    link_ctl.register(sub)
     # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never
     # imports a driver module itself.
     for plugin in sorted(entry_points(group="progressived.ctl"), key=lambda ep: ep.name):

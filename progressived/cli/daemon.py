@@ -1,5 +1,5 @@
-"""``progressived``: the daemon (``run``), its ledger's creation (``init``), its
-configuration check, its self-check, and the demo.
+"""``progressived``: the daemon (``run``), the link controller (``link``), a ledger's
+creation (``init``), the configuration check, the self-check, and the demo.
 
 Expected faults end with one line on standard error and the exit status of
 :class:`progressived.cli.common.Exit` (docs/operations.md, "Exit codes"). This module stays
@@ -26,11 +26,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the controller (its ledger must exist: see init)")
     run.add_argument("--config", required=True, type=Path, metavar="FILE")
+    link = sub.add_parser(
+        "link",
+        help="run a link controller (one linked progressive for many tables; docs/link.md)",
+        description="Run the link controller of a configuration with a [link] section. Its "
+        "ledger must exist (progressived init --config FILE creates it).",
+    )
+    link.add_argument("--config", required=True, type=Path, metavar="FILE")
+    link.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the file, open and replay the link ledger, and exit",
+    )
     init = sub.add_parser(
         "init",
-        help="create a new table's ledger (once, before the first run); journals who and when",
+        help="create a new table's (or link's) ledger, once, before the first run",
         description="Create the ledger at the configuration's [ledger] path for its table, "
-        "recording the operator id, the OS user and the time in the ledger_created row. "
+        "recording the operator id, the OS user and the time in the ledger_created row; "
+        "for a file with a [link] section, the link controller's ledger. "
         "Refuses an existing file and a missing directory.",
     )
     init.add_argument("--config", required=True, type=Path, metavar="FILE")

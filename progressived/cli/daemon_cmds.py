@@ -1,4 +1,5 @@
-"""What ``progressived``'s commands do: ``run``, ``init``, ``check-config``, ``self-check``.
+"""What ``progressived``'s commands do: ``run``, ``link``, ``init``, ``check-config``,
+``self-check``.
 
 Imported by :mod:`progressived.cli.daemon` only once the command line is parsed and a Ctrl-C
 is handled, so that even an interrupt while these (heavy) imports load ends in one line.
@@ -15,18 +16,14 @@ import sys
 from pathlib import Path
 
 from progressived import __version__, logs
-from progressived.cli import preflight
-from progressived.cli.common import Exit
+from progressived.cli import link_cmd, preflight
+from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
 from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import accounts
 from progressived.ledger import (
     Ledger,
     LedgerError,
-    LedgerExists,
-    LedgerMismatch,
-    LedgerMissing,
-    LedgerUnavailable,
 )
 from progressived.money import display
 from progressived.selfcheck import run_selfcheck
@@ -43,20 +40,9 @@ def _load(path: Path) -> DaemonConfig | None:
         return None
 
 
-def ledger_status(exc: LedgerError) -> Exit:
-    """The exit status for a ledger that cannot be used."""
-    if isinstance(exc, LedgerMissing):
-        return Exit.LEDGER_MISSING
-    if isinstance(exc, LedgerMismatch):
-        return Exit.LEDGER_MISMATCH
-    if isinstance(exc, LedgerUnavailable):
-        return Exit.LEDGER_UNAVAILABLE
-    if isinstance(exc, LedgerExists):
-        return Exit.LEDGER_EXISTS
-    return Exit.FAILED
-
-
 def check_config(path: Path, *, file_only: bool) -> int:
+    if link_cmd.is_link_file(path):
+        return link_cmd.check_config(path, file_only=file_only)
     if (config := _load(path)) is None:
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config)
@@ -139,6 +125,12 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_demo(
             headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
         )
+    if args.command == "link":
+        return link_cmd.run(args.config, check=args.check)
+    if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
+        if (link := link_cmd.load(args.config)) is None:
+            return Exit.USAGE
+        return link_cmd.init(link) if args.command == "init" else link_cmd.self_check(link)
     if (config := _load(args.config)) is None:
         return Exit.USAGE
     if args.command == "run":

@@ -1,56 +1,132 @@
-"""``progressivectl link reconcile``: the link's ledger against its tables' ledgers.
+"""``progressived link``, and ``init`` / ``check-config`` / ``self-check`` of a link's file.
 
-Exit status: 0 when every ledger agrees (``differences`` empty), 1 when a difference was
-found, 3 a ledger is missing (or an empty file), 4 a file is not a ledger or the wrong kind
-(a table ledger given as ``--link-db``, or the other way round). Read-only.
+A configuration file with a ``[link]`` section (and no ``[table]``) is a link controller's
+(docs/link.md); the same verbs work on it. Expected faults end with one line and the exit
+codes of docs/operations.md: a bad file 2, no ledger 3, another ledger 4.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
+import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-
-def register(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "link", help="linked progressive: reconcile the ledgers", description="The link."
-    )
-    lsub = p.add_subparsers(dest="link_command", required=True, metavar="SUBCOMMAND")
-    r: argparse.ArgumentParser = lsub.add_parser(
-        "reconcile",
-        help="compare the link's ledger with its tables' ledgers",
-        description="Compare the link controller's ledger with each table's ledger: the same "
-        "message ids and contents, the same results, contributions and awards to the unit, "
-        "every witnessed head in the other side's chain, every ledger verifies. Exit 0 when "
-        "all agree; 1 when a difference was found; 3 a ledger is missing; 4 a file is not a "
-        "ledger of the right kind.",
-    )
-    r.add_argument("--link-db", type=Path, required=True, metavar="PATH", help="the link ledger")
-    r.add_argument(
-        "--table-db",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="PATH",
-        help="a member table's ledger (repeat for each table)",
-    )
-    r.add_argument("--json", action="store_true", help="print the report as JSON")
-    r.set_defaults(handler=run_reconcile)
+from progressived import __version__, logs
+from progressived.cli.common import Exit, ledger_status
+from progressived.clock import utc_now
+from progressived.ledger import LedgerError
+from progressived.link.config import LinkConfig, is_link_config, load_link_config
+from progressived.selfcheck import run_selfcheck
+from progressived.table_config import ConfigError, read_toml
 
 
-def run_reconcile(args: argparse.Namespace) -> int:
-    from progressived.link.reconcile import Unusable, reconcile  # noqa: PLC0415
-
+def is_link_file(path: Path) -> bool:
+    """Whether ``path`` is a link controller's configuration (False if unreadable: the
+    table loader then reports why)."""
     try:
-        report = reconcile(args.link_db, list(args.table_db))
-    except Unusable as exc:
-        print(f"progressivectl link reconcile: {exc}", file=sys.stderr)
-        return exc.status
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print("\n".join(report.lines()))
-    return 1 if report.differences else 0
+        return is_link_config(read_toml(path))
+    except ConfigError:
+        return False
+
+
+def load(path: Path, prog: str = "progressived") -> LinkConfig | None:
+    try:
+        return load_link_config(path)
+    except ConfigError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def link_ledger_class() -> Any:
+    """``progressived.link.ledger.LinkLedger``, imported when first needed."""
+    return importlib.import_module("progressived.link.ledger").LinkLedger
+
+
+def ledger_missing(config: LinkConfig) -> str | None:
+    """Why there is no link ledger to open, or None (checked before anything opens)."""
+    path = config.ledger.path
+    init = f"create a new link's ledger with `progressived init --config {config.source}`"
+    if not path.parent.is_dir():
+        return f"ledger.path: the ledger directory {path.parent} does not exist ({init})"
+    if not path.exists():
+        return f"ledger.path: no link ledger at {path}: fix the path, or {init}"
+    return None
+
+
+def _status(exc: LedgerError) -> int:
+    return int(ledger_status(exc))
+
+
+def run(path: Path, *, check: bool = False) -> int:
+    """Run the link controller (or, with ``check``, open its ledger, replay it, and exit)."""
+    if (config := load(path)) is None:
+        return Exit.USAGE
+    if (why := ledger_missing(config)) is not None:
+        print(f"progressived link: {config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    ledger_cls = link_ledger_class()
+    if check:
+        try:
+            ledger = ledger_cls.open(config.ledger.path, config.params)
+        except LedgerError as exc:
+            print(f"progressived link: {exc}", file=sys.stderr)
+            return _status(exc)
+        head = ledger.head
+        ledger.close()
+        print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
+        return Exit.OK
+    from progressived.link.controller import LinkController  # noqa: PLC0415 - heavy
+
+    logs.configure(config.log.format, config.log.level)
+    controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))
+    try:
+        return asyncio.run(controller.run())
+    except LedgerError as exc:  # from opening the ledger: nothing was started
+        print(f"progressived link: {exc}", file=sys.stderr)
+        return _status(exc)
+
+
+def check_config(path: Path, *, file_only: bool) -> int:
+    if (config := load(path)) is None:
+        return Exit.USAGE
+    if not file_only and (why := ledger_missing(config)) is not None:
+        print(f"{config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    meters = ", ".join(m.id for m in config.params.meters)
+    print(f"{path}: ok (link {config.params.link_id}, meters {meters})")
+    return Exit.OK
+
+
+def init(config: LinkConfig) -> int:
+    """Create the link's ledger (refuses an existing file: exit 6)."""
+    at = utc_now()
+    try:
+        link_ledger_class().create(
+            config.ledger.path, config.params, at=at, software=f"progressived {__version__}"
+        )
+    except LedgerError as exc:
+        print(f"progressived init: {exc}", file=sys.stderr)
+        return _status(exc)
+    print(
+        f"progressived init: created link ledger {config.ledger.path} for link "
+        f"{config.params.link_id} (meters {', '.join(m.id for m in config.params.meters)}; "
+        f"tables {', '.join(sorted(config.params.tables))}) at {at}"
+    )
+    return Exit.OK
+
+
+def self_check(config: LinkConfig) -> int:
+    if (why := ledger_missing(config)) is not None:
+        print(f"progressived self-check: {config.source}: {why}", file=sys.stderr)
+        return Exit.LEDGER_MISSING
+    result = run_selfcheck(
+        ledger_path=config.ledger.path,
+        config_path=config.source,
+        paytable_path=config.paytables[0] if config.paytables else None,
+        expected_software=config.selfcheck.software_sha256,
+    )
+    print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
+    return Exit.OK if result.ok else Exit.FAILED
