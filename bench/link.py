@@ -51,7 +51,7 @@ from progressived.link.messages import (
 from progressived.money import UNITS_PER_DOLLAR
 from progressived.testing.config import render_toml
 
-LINK, METER, PREFIX = "link-a", "pmg", "progressive"
+LINK, METER, PREFIX = "link-a", "main", "progressive"
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 SEATS = 7  # wagers per contribution: a full table locking
 

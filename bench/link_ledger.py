@@ -29,7 +29,7 @@ SEATS = 7
 
 
 def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
-    from bench.link import write_link_config  # noqa: PLC0415 - the same link as bench/link.py
+    from bench.link import write_link_config
 
     ids = [f"t-{i:02d}" for i in range(TABLES)]
     config = write_link_config(tmp, 1883, ids)
@@ -117,4 +117,4 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
 
 
 def book_wagers() -> MeterWagers:
-    return MeterWagers("pmg", SEATS, SEATS * UNITS_PER_DOLLAR)
+    return MeterWagers("main", SEATS, SEATS * UNITS_PER_DOLLAR)

@@ -41,7 +41,7 @@ from progressived.testing.config import RigConfig, render_toml, write_config
 from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
 
 LINK = "link-a"
-METER = "pmg"
+METER = "main"
 PREFIX = "progressive"
 
 
@@ -217,9 +217,9 @@ _SAID = {
     "award_keyed": "seat {seat} {hand}: award {units}",
     "award_confirmed": "seat {seat} {hand}: supervisor confirmed, paid {units}",
     "round_reconciled": "round {round} reconciled",
-    "progressive_closed": "linked progressive CLOSED ({reason})",
-    "progressive_opened": "linked progressive open again ({reason})",
-    "meter_requested": "seat {seat}: claim sent to the link, PENDING",
+    "table_closed": "CLOSED ({reason})",
+    "table_opened": "open again ({reason})",
+    "claim_refused": "seat {seat} {hand}: the link refused the claim",
 }
 
 
@@ -228,7 +228,8 @@ def _narrate(table: str, event: dict[str, Any]) -> str | None:
     if text is None:
         return None
     fields = {k: event.get(k, "?") for k in ("round", "seat", "hand", "reason")}
-    fields["units"] = dollars(event.get("units"))
+    cents = event.get("cents")
+    fields["units"] = dollars(cents * UNITS_PER_CENT) if isinstance(cents, int) else "?"
     return f"{table:<7} " + text.format(**fields)
 
 

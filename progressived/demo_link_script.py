@@ -112,7 +112,7 @@ async def act_outage(floor: Floor, link: Process, tables: list[DemoTable]) -> No
     await asyncio.sleep(0.3)
     await other.type("key LOCK", "unbet 1")
     await asyncio.sleep(1.0)
-    closed = floor.of(other.id, "progressive_closed")
+    closed = [e for e in floor.of(other.id, "table_closed") if e.get("reason") == "link-down"]
     floor.say(
         f"   {other.id}: LOCK with the link down -> "
         + ("the linked progressive is CLOSED" if closed else "(no CLOSED event seen)")

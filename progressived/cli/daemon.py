@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--headless", action="store_true", help="play the script, print, exit 0")
     demo.add_argument("--rounds", type=int, default=3, help="rounds to play (headless)")
+    demo.add_argument(
+        "--tables",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N >= 2: a linked meter across N tables, with the link controller (docs/link.md)",
+    )
     demo.add_argument("--workdir", type=Path, help="where the demo keeps its ledger and config")
     demo.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (--workdir is kept)"

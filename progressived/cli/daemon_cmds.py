@@ -119,6 +119,16 @@ def dispatch(args: argparse.Namespace) -> int:
         return check_config(args.config, file_only=args.file_only)
     if args.command == "completion":
         return int(args.handler(args))
+    if args.command == "demo" and args.tables != 1:
+        if args.tables < 2:
+            why = "--tables wants N >= 2 (1 is the single table)"
+            print(f"progressived demo: {why}", file=sys.stderr)
+            return Exit.USAGE
+        from progressived.demo_link import run_link_demo  # noqa: PLC0415 - the demo's imports
+
+        return run_link_demo(
+            tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
+        )
     if args.command == "demo":
         from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
 
