@@ -12,8 +12,9 @@ a claim keyed during it shows PENDING) and restarted (outboxes drain, the claim 
 finally ``progressivectl link reconcile`` compares every ledger with the link's. With
 ``--headless`` the exit status is the reconciliation's: 0 only when it finds no difference.
 
-The rounds are played here (:mod:`progressived.demo_link_script`); this module starts and
-stops the processes.
+This module starts and stops the processes (also for tests/reliability and the
+benchmarks); :mod:`progressived.demo_link_script` plays the rounds and is the command's
+entry point.
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any, TextIO
 
 import aiomqtt
 
-from progressived.broker import BrokerUnavailable, Mosquitto
+from progressived.broker import Mosquitto
 from progressived.demo_broker import AmqttBroker, start_broker
 from progressived.money import UNITS_PER_CENT
 from progressived.testing.board import PtyBoard, simulator
@@ -314,31 +312,3 @@ def reconcile(work: Path, tables: list[DemoTable]) -> tuple[int, dict[str, Any]]
     except ValueError:
         report = {"error": (done.stderr or done.stdout).strip()}
     return done.returncode, report
-
-
-def run_link_demo(
-    *,
-    tables: int,
-    headless: bool,
-    workdir: Path | None = None,
-    keep: bool = False,
-    out: TextIO = sys.stdout,
-) -> int:
-    """Start the floor, play the script, reconcile; 0 only when the ledgers agree."""
-    from progressived.demo_link_script import play_floor  # noqa: PLC0415 - keeps imports small
-
-    keep = keep or workdir is not None
-    work = workdir or Path(tempfile.mkdtemp(prefix="progressived-link-demo-"))
-    work.mkdir(parents=True, exist_ok=True)
-    print(f"files       {work} ({'kept' if keep else 'removed at exit'})", file=out, flush=True)
-    try:
-        return asyncio.run(play_floor(work, tables, headless, out))
-    except BrokerUnavailable as exc:
-        print(f"progressived demo: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
-        return 130
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)

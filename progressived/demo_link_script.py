@@ -16,10 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import signal
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from progressived.broker import BrokerUnavailable
 from progressived.demo_link import (
     DemoTable,
     Floor,
@@ -164,3 +168,29 @@ def _summary(report: dict[str, Any]) -> str:
     lines = [f"differences: {len(differences)}"]
     lines += [f"  {d}" for d in differences[:20]]
     return "\n".join(lines)
+
+
+def run_link_demo(
+    *,
+    tables: int,
+    headless: bool,
+    workdir: Path | None = None,
+    keep: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Start the floor, play the script, reconcile; 0 only when the ledgers agree."""
+    keep = keep or workdir is not None
+    work = workdir or Path(tempfile.mkdtemp(prefix="progressived-link-demo-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"files       {work} ({'kept' if keep else 'removed at exit'})", file=out, flush=True)
+    try:
+        return asyncio.run(play_floor(work, tables, headless, out))
+    except BrokerUnavailable as exc:
+        print(f"progressived demo: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
+        return 130
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)

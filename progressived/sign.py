@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import aiomqtt
 
@@ -33,8 +33,21 @@ from progressived.sign_broker import (
 )
 from progressived.sign_screen import redraw
 
-if TYPE_CHECKING:
-    from progressived.sign_link import LinkSignView
+
+class View(Protocol):
+    """What :func:`run_sign` draws: a table's meter (:class:`SignView`) or a linked one
+    (:class:`progressived.sign_link.LinkSignView`)."""
+
+    state: str
+    waiting_for: str
+    tables: dict[str, str]
+
+    @property
+    def meter_topic(self) -> str: ...
+    def topics(self) -> tuple[str, ...]: ...
+    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool: ...
+    def render(self, now: float | None = None) -> str: ...
+    def plain(self) -> str: ...
 
 _FONT: dict[str, tuple[str, ...]] = {
     "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
@@ -227,7 +240,7 @@ async def run_sign(
     plain: bool = False,
     count: int | None = None,
     reconnect_s: float = 1.0,
-    view: SignView | LinkSignView | None = None,
+    view: View | None = None,
 ) -> int:
     """Subscribe to one table's meter (or ``view``'s: a linked meter) and draw until
     interrupted (or after ``count`` updates).

@@ -76,15 +76,19 @@ async def running(config: LinkConfig) -> AsyncIterator[tuple[LinkController, Mem
 class TableClient:
     """One table's MQTT session: sends messages on its own topic, collects the link's."""
 
-    def __init__(self, broker: Mosquitto, table: str) -> None:
-        self.broker, self.table = broker, table
+    def __init__(self, broker: Mosquitto, table: str, password: str | None = None) -> None:
+        self.broker, self.table, self.password = broker, table, password
         self.got: list[tuple[str, LinkMessage, bool]] = []
         self._client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> TableClient:
         self._client = aiomqtt.Client(
-            "127.0.0.1", self.broker.port, username=self.table, max_inflight_messages=1000
+            "127.0.0.1",
+            self.broker.port,
+            username=self.table,
+            password=self.password,
+            max_inflight_messages=1000,
         )
         await self._client.__aenter__()
         await self._client.subscribe(f"{PREFIX}/link/{LINK}/to/{self.table}", qos=1)

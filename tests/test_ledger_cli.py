@@ -142,8 +142,15 @@ def test_meters(pristine: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spades = [h for h in report["hands"] if h["hand"] == "akq-spades" and h["source"] == "meter"]
     assert spades
     assert spades[0]["hits"] >= 1
+    head_hash = conn.execute("SELECT hash FROM journal WHERE seq = ?", (report["head_seq"],))
+    assert report["head_hash"] == head_hash.fetchone()[0]
     assert main(["meters", "--db", str(pristine)]) == 0
-    assert "progressive in:" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "progressive in:" in text
+    # The daily report prints the head, for `ledger verify --head SEQ:HASH` later on.
+    assert f"head {report['head_seq']}:{report['head_hash']}" in text.splitlines()
+    assert main(["ledger", "verify", "--db", str(pristine), "--head",
+                 f"{report['head_seq']}:{report['head_hash']}"]) == 0
 
 
 def test_hits(pristine: Path, capsys: pytest.CaptureFixture[str]) -> None:

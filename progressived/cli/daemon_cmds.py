@@ -124,7 +124,7 @@ def dispatch(args: argparse.Namespace) -> int:
             why = "--tables wants N >= 2 (1 is the single table)"
             print(f"progressived demo: {why}", file=sys.stderr)
             return Exit.USAGE
-        from progressived.demo_link import run_link_demo  # noqa: PLC0415 - the demo's imports
+        from progressived.demo_link_script import run_link_demo  # noqa: PLC0415 - the demo's imports
 
         return run_link_demo(
             tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from progressived.engine import accounts
+from progressived.ledger import chain
 from progressived.ledger.store import connect_readonly
 from progressived.ledger.verify import meter_ids
 from progressived.money import display, display_exact
@@ -80,7 +81,9 @@ def meters(path: Path | str) -> dict[str, Any]:
         conn.execute("BEGIN")
         balances = {str(a): int(u) for a, u in conn.execute("SELECT account, units FROM balances")}
         table_id = conn.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()[0]
-        head = conn.execute("SELECT seq, at FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        head = conn.execute(
+            "SELECT seq, at, hash FROM journal ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
         counts = dict(
             conn.execute(
                 "SELECT kind, count(*) FROM journal "
@@ -113,6 +116,7 @@ def meters(path: Path | str) -> dict[str, Any]:
     return {
         "table_id": table_id,
         "head_seq": int(head[0]) if head else 0,
+        "head_hash": str(head[2]) if head else chain.GENESIS,
         "as_of": head[1] if head else None,
         "progressive_in": wagers,
         "wagers_units": -balances.get(accounts.WAGERS, 0),
@@ -141,6 +145,9 @@ def meters(path: Path | str) -> dict[str, Any]:
 def render_meters(report: dict[str, Any]) -> str:
     lines = [
         f"table {report['table_id']}  (ledger row {report['head_seq']}, {report['as_of']})",
+        # Written down elsewhere, the head lets `ledger verify --head SEQ:HASH` catch a
+        # consistent rewrite of the ledger's tail later (docs/ledger.md).
+        f"head {report['head_seq']}:{report['head_hash']}",
         f"progressive in: {report['progressive_in']} wagers ({display(report['wagers_units'])})",
     ]
     for meter_id, m in report["meters"].items():

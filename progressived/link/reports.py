@@ -25,7 +25,9 @@ def meters(path: Path | str) -> dict[str, Any]:
         conn.execute("BEGIN")
         balances = {str(a): int(u) for a, u in conn.execute("SELECT account, units FROM balances")}
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        head = conn.execute("SELECT seq, at FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        head = conn.execute(
+            "SELECT seq, at, hash FROM journal ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
         counts = {
             str(t): int(n)
             for t, n in conn.execute(
@@ -41,6 +43,7 @@ def meters(path: Path | str) -> dict[str, Any]:
         "ledger_kind": "link",
         "link_id": meta.get("link_id"),
         "head_seq": int(head[0]) if head else 0,
+        "head_hash": str(head[2]) if head else "0" * 64,
         "as_of": head[1] if head else None,
         "messages_applied": counts,
         "meters": {
@@ -63,7 +66,10 @@ def meters(path: Path | str) -> dict[str, Any]:
 
 
 def render_meters(report: dict[str, Any]) -> str:
-    lines = [f"link {report['link_id']}  (ledger row {report['head_seq']}, {report['as_of']})"]
+    lines = [
+        f"link {report['link_id']}  (ledger row {report['head_seq']}, {report['as_of']})",
+        f"head {report['head_seq']}:{report['head_hash']}",
+    ]
     for meter_id, m in report["meters"].items():
         lines.append(
             f"meter {meter_id}: {m['display']} (exact {display_exact(m['units'])})  "
