@@ -150,7 +150,7 @@ def balance(db: Path, account: str) -> int:
 
 def verify(db: Path) -> None:
     done = subprocess.run(
-        [*PROGRESSIVECTL, "ledger", "verify", "--ledger", str(db)],
+        [*PROGRESSIVECTL, "ledger", "verify", "--db", str(db)],
         capture_output=True,
         text=True,
         check=False,
@@ -185,7 +185,7 @@ async def test_bad_input_is_refused_journaled_and_changes_no_money(
         gap = await result_for(t1, 900, "resend")
         assert gap.resend_from == 2
         await t1.send(claim(2, "four-of-a-kind"))  # a tray hand: the meter does not pay it
-        unknown = await result_for(t1, 2)
+        unknown = await t1.wait("result", lambda r: r.id == "t1:2")
         assert (unknown.status, unknown.code) == ("refused", "unknown-hand")
         await t1.send(contribution(1))  # the very message again: its stored result
         await until(lambda: sum(r == applied for r in t1.of_type("result")) == 2)

@@ -66,7 +66,7 @@ async def settle(run: FloorRun) -> None:
 def check_floor(work: Path, run: FloorRun) -> None:
     for db in [work / "link.db", *(t.work / "ledger.db" for t in run.tables)]:
         done = subprocess.run(
-            [*PROGRESSIVECTL, "ledger", "verify", "--ledger", str(db)],
+            [*PROGRESSIVECTL, "ledger", "verify", "--db", str(db)],
             capture_output=True,
             text=True,
             check=False,
