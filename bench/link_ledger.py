@@ -4,7 +4,9 @@ Why a module of its own: it measures the link's ledger in-process (no broker), t
 controller uses it — the book decides a group of contributions from many tables, then
 ``LinkLedger.commit`` journals the group in one transaction — and after each group inserts
 the very rows that commit wrote (read back, untimed) into a fresh database with the same
-schema under the same pragmas, in one transaction. Interleaved group by group so the
+schema under the same pragmas, in one transaction: the journal rows, their postings and
+idempotency keys, the balances they move and the recorded head — what the ledger writes,
+without computing it. Interleaved group by group so the
 machine's load drifts over both alike; the ratio is the ledger's own cost
 (docs/performance.md, "The link controller").
 """
@@ -82,6 +84,10 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
             keys = src.execute(
                 "SELECT key, first_seq, last_seq FROM idempotency WHERE first_seq > ?", (after,)
             ).fetchall()
+            sums = src.execute(
+                "SELECT account, units, seq FROM balances WHERE seq > ?", (after,)
+            ).fetchall()
+            last = src.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
             rows, legs_n = rows + len(journal), legs_n + len(legs)
             started = time.perf_counter()
             bare.execute("BEGIN IMMEDIATE")
@@ -95,6 +101,17 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
             )
             bare.executemany(
                 "INSERT INTO idempotency (key, first_seq, last_seq) VALUES (?, ?, ?)", keys
+            )
+            # The balances and the recorded head: rows the ledger writes too, the same way.
+            bare.executemany(
+                "INSERT INTO balances (account, units, seq) VALUES (?, ?, ?) ON CONFLICT "
+                "(account) DO UPDATE SET units = excluded.units, seq = excluded.seq",
+                sums,
+            )
+            bare.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value",
+                (("head_seq", str(last[0])), ("head_hash", last[1])),
             )
             bare.execute("COMMIT")
             bare_s += time.perf_counter() - started

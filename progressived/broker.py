@@ -77,7 +77,7 @@ class Mosquitto:
         self.workdir.chmod(0o777)
         conf = self.workdir / "mosquitto.conf"
         conf.write_text(
-            f"listener {self.port} {self.host}\nallow_anonymous true\n"
+            f"listener {self.port} {self.host}\nallow_anonymous true\nset_tcp_nodelay true\n"
             f"persistence {'true' if self.persistence else 'false'}\n"
             f"persistence_location {self.workdir}/\n"
             f"log_dest file {self.workdir / 'mosquitto.log'}\n{self.extra_config}"

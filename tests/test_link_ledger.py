@@ -300,3 +300,26 @@ def test_sigkill_mid_commit_loses_nothing_committed_and_doubles_nothing(tmp_path
     c.close()
     assert applied == distinct
     assert all(count == top for _, count, top in per_table)  # gapless, each seq once
+
+
+def test_every_applied_row_is_stored_as_dumps_of_its_data(rig: Rig) -> None:
+    """The group commit writes a link_applied row's JSON text directly from the message's
+    and the result's canonical bytes (journal.applied_text); the text must be exactly what
+    the ledger's own encoder makes of the row's data, or the hash chain's meaning drifts."""
+    from progressived.ledger.rows import dumps  # noqa: PLC0415
+    from progressived.link import journal  # noqa: PLC0415
+
+    conn = sqlite3.connect(rig.link_path)
+    rows = conn.execute("SELECT data FROM journal WHERE kind = 'link_applied'").fetchall()
+    conn.close()
+    assert len(rows) == 10
+    for (text,) in rows:
+        assert dumps(json.loads(text)) == text
+    # And the function itself, on a claim with an award and a reason with non-ASCII text.
+    step = rig.deliver([rig.sites["t1"].claim()])[0]
+    [event] = step.events
+    assert isinstance(event, journal.Applied)
+    odd = dataclasses.replace(
+        event, result=dataclasses.replace(event.result, reason="caf\u00e9 \u2603 \"q\"")
+    )
+    assert journal.applied_text(odd, 123) == dumps(journal.applied(odd, 123))

@@ -36,6 +36,7 @@ from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
 from progressived.link import messages as lm
+from progressived.mqtt.config import NO_DELAY
 
 log = structlog.get_logger("progressived")
 
@@ -119,6 +120,7 @@ class LinkClient:
             keepalive=s.keepalive_s,
             tls_params=tls,
             tls_insecure=s.tls.insecure if s.tls is not None else None,
+            socket_options=NO_DELAY,
         )
 
     async def _connected(self) -> None:

@@ -66,7 +66,9 @@ class Refused(ValueError):
     """A call the ledger will not journal (the message says why)."""
 
 
-_Spec = tuple[str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...]]
+_Spec = tuple[
+    str, int | None, int, str, str, dict[str, Any], tuple[Posting, ...], str | None
+]  # at, round, seat, kind, category, data, postings, its JSON text when known
 
 
 def plan(
@@ -111,11 +113,11 @@ def plan(
                 if not key:
                     raise ValueError("an idempotency key may not be empty")
             specs = _specs(item, at)
-            for row_at, rnd, seat, kind, category, data, postings in specs:
+            for row_at, rnd, seat, kind, category, data, postings, known_text in specs:
                 if kind in ROUND_END and category == "engine":
                     round_end = True
                 seq += 1
-                text = dumps(data)
+                text = dumps(data) if known_text is None else known_text
                 idem = key if not count else None
                 row_hash = sha256(
                     f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
@@ -188,7 +190,9 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
         if sum(p.units for p in item.postings):
             raise ValueError(f"{item.kind} postings do not balance")
         detail = dict(item.detail)
-        return [(at, item.round, item.seat, item.kind, item.category, detail, item.postings)]
+        return [
+            (at, item.round, item.seat, item.kind, item.category, detail, item.postings, item.text)
+        ]
     specs: list[_Spec] = []
     for event in item.events:
         specs.append(
@@ -200,6 +204,7 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
                 "engine",
                 event_dict(event),
                 event.postings,
+                None,
             )
         )
         if sum(p.units for p in event.postings):

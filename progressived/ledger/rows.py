@@ -110,3 +110,6 @@ class Record:
     idempotency_key: str | None
     outbox: OutboxFn | None
     postings: tuple[Posting, ...] = ()
+    # ``detail`` as the stored JSON text (``dumps(detail)`` exactly), when the writer has it
+    # already: the link ledger builds its rows' text from the messages' canonical bytes.
+    text: str | None = None

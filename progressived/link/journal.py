@@ -28,7 +28,7 @@ from progressived.engine import accounts
 from progressived.engine.events import Posting
 from progressived.link import book
 from progressived.link import params as lp
-from progressived.link.messages import Head, to_dict
+from progressived.link.messages import Head, encode, to_dict
 from progressived.link.state import Applied, BookState, Refused
 
 LEDGER_KIND = "link"
@@ -154,6 +154,26 @@ def applied(event: Applied, at_ms: int) -> dict[str, Any]:
         "result": to_dict(event.result),
         "postings": postings_json(event.postings),
     }
+
+
+def applied_text(event: Applied, at_ms: int) -> str:
+    """``dumps(applied(event, at_ms))`` (progressived/ledger/rows.py), built from the
+    message's canonical bytes and the result's instead of parsing and re-encoding them: the
+    group commit's hot path. Keys in sorted order, no spaces, ASCII (every id and hash
+    matches the protocol's patterns, and the message bytes are the book's canonical JSON);
+    tests/test_link_ledger.py checks it against ``dumps`` for every row kind."""
+    head = event.head
+    postings = _ENCODE(postings_json(event.postings))
+    return (
+        f'{{"at_ms":{at_ms},"head":{{"hash":"{head.hash}","seq":{head.seq}}},'
+        f'"id":"{event.id}","kind":"{event.kind}","lseq":{event.lseq},'
+        f'"message":{event.message.decode("ascii")},"postings":{postings},'
+        f'"result":{encode(event.result).decode("ascii")},"seat":0,"seq":{event.seq},'
+        f'"table":"{event.table}"}}'
+    )
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def refused(event: Refused) -> dict[str, Any]:

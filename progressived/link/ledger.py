@@ -62,19 +62,27 @@ def _record(
 def records(steps: Sequence[tuple[Step, int]]) -> list[Record]:
     """The rows of a batch of book steps, in order (only events write rows)."""
     out: list[Record] = []
+    last_ms, at = -1, ""
     for step, at_ms in steps:
-        at = at_of(at_ms)
+        if at_ms != last_ms:  # a batch shares a few receive times: format each once
+            last_ms, at = at_ms, at_of(at_ms)
         for event in step.events:
             if isinstance(event, Applied):
+                key = f"{event.table}:{event.seq}"
+                text = journal.applied_text(event, at_ms)  # = dumps(journal.applied(...))
                 out.append(
-                    _record(
+                    Record(
                         event.kind,
-                        journal.applied(event, at_ms),
+                        {},
                         at,
                         event.table,
+                        None,
+                        0,
                         "engine",
-                        f"{event.table}:{event.seq}",
+                        key,
+                        None,
                         event.postings,
+                        text,
                     )
                 )
             else:

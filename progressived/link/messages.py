@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from json.encoder import encode_basestring_ascii as _q
 from typing import Any, ClassVar
 
 MAX_PAYLOAD = 16 * 1024  # bytes; the largest valid message is far below this
@@ -237,15 +238,27 @@ def table_of_topic(prefix: str, link: str, topic: str) -> str | None:
 # -- encoding -----------------------------------------------------------------------------
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}  # field names per message class (fields() is slow)
+
+
 def to_dict(message: object) -> dict[str, Any]:
     """The JSON object of a message (``type`` first, nested values as objects/lists)."""
     out: dict[str, Any] = {}
     kind = getattr(message, "type", None)
     if isinstance(kind, str) and kind:
         out["type"] = kind
-    for f in fields(message):  # type: ignore[arg-type]
-        out[f.name] = _plain(getattr(message, f.name))
+    cls = type(message)
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(message))  # type: ignore[arg-type]
+    for name in names:
+        value = getattr(message, name)
+        # the usual case first: a plain string or integer (not a bool: _plain keeps those)
+        out[name] = value if type(value) in _SCALARS else _plain(value)
     return out
+
+
+_SCALARS = (str, int)
 
 
 def _plain(value: object) -> Any:
@@ -258,7 +271,27 @@ def _plain(value: object) -> Any:
 
 def encode(message: object) -> bytes:
     """Canonical UTF-8 JSON (sorted keys, no spaces): equal messages give equal bytes."""
+    if type(message) is Result:
+        return _result_bytes(message)
     return json.dumps(to_dict(message), sort_keys=True, separators=(",", ":")).encode()
+
+
+def _result_bytes(r: Result) -> bytes:
+    """``encode(r)`` written out: a result is encoded for every message the link answers,
+    once for the reply and once for its ledger row (docs/performance.md, "The link"). The
+    same bytes as the generic path (tests/test_link_messages.py compares them)."""
+    awards = ",".join(
+        f'{{"claim":{_q(a.claim)},"hand":{_q(a.hand)},"meter":{_q(a.meter)},"order":{a.order},'
+        f'"share_of":{a.share_of},"state":{_q(a.state)},"units":{a.units}}}'
+        for a in r.awards
+    )
+    return (
+        f'{{"awards":[{awards}],"code":{_q(r.code)},'
+        f'"head":{{"hash":{_q(r.head.hash)},"seq":{r.head.seq}}},"id":{_q(r.id)},'
+        f'"link":{_q(r.link)},"lseq":{r.lseq},"reason":{_q(r.reason)},'
+        f'"resend_from":{r.resend_from},"seq":{r.seq},"status":{_q(r.status)},'
+        f'"table":{_q(r.table)},"type":"result"}}'
+    ).encode()
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

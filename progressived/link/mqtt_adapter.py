@@ -24,7 +24,7 @@ import aiomqtt
 import structlog
 
 from progressived.link.batch import Incoming, Outgoing
-from progressived.mqtt.config import MqttSection
+from progressived.mqtt.config import NO_DELAY, MqttSection
 
 log = structlog.get_logger("progressived.link.mqtt")
 
@@ -89,6 +89,7 @@ class LinkMqtt:
             timeout=s.publish_timeout_s,
             max_inflight_messages=1000,
             max_queued_incoming_messages=INBOX_MAX,
+            socket_options=NO_DELAY,
         )
 
     async def run(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,3 +40,9 @@ class MqttSection(BaseModel):
         if self.password_file is not None:
             return self.password_file.read_text().strip()
         return self.password
+
+
+# Every MQTT socket of the product turns Nagle's algorithm off: a reply or a meter published
+# while the previous packet is unacknowledged would otherwise wait for the peer's delayed
+# ACK (about 40 ms on Linux), twice per request and answer (docs/performance.md, "The link").
+NO_DELAY: list[tuple[int, int, int]] = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import aiomqtt
 import structlog
 
-from progressived.mqtt.config import MqttSection
+from progressived.mqtt.config import NO_DELAY, MqttSection
 from progressived.mqtt.payloads import Topics, dumps, status_payload
 
 log = structlog.get_logger("progressived.mqtt")
@@ -235,6 +235,7 @@ class SignPublisher:
             tls_params=tls_params,
             tls_insecure=tls_insecure,
             timeout=s.publish_timeout_s,
+            socket_options=NO_DELAY,
         )
 
     async def run(self) -> None:

@@ -28,6 +28,7 @@ from progressived.link import book
 from progressived.link import messages as lm
 from progressived.link import params as lp
 from progressived.link.state import Applied
+from progressived.mqtt.config import NO_DELAY
 
 PMG_HANDS: Mapping[str, Fraction] = {"royal-flush": Fraction(1), "straight-flush": Fraction(1, 10)}
 
@@ -96,7 +97,9 @@ class FakeLink:
     async def _run(self) -> None:
         while True:
             try:
-                client = aiomqtt.Client(self.host, self.port, identifier=self.params.link_id)
+                client = aiomqtt.Client(
+                    self.host, self.port, identifier=self.params.link_id, socket_options=NO_DELAY
+                )
                 async with client:
                     self._client = client
                     topic = lm.from_table_topic(self.prefix, self.params.link_id, "+")

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import aiomqtt
 
+from progressived.mqtt.config import NO_DELAY
+
 
 @dataclass
 class FaultyRelay:
@@ -52,7 +54,9 @@ class FaultyRelay:
             try:
                 async with (
                     aiomqtt.Client(self.host, src, identifier=f"relay-{name}-in") as inbound,
-                    aiomqtt.Client(self.host, dst, identifier=f"relay-{name}-out") as outbound,
+                    aiomqtt.Client(
+                        self.host, dst, identifier=f"relay-{name}-out", socket_options=NO_DELAY
+                    ) as outbound,
                 ):
                     await inbound.subscribe(pattern, qos=1)
                     held: tuple[str, bytes, bool] | None = None
