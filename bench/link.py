@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -247,8 +248,13 @@ async def bench_link(
             [*PROGRESSIVED, "init", "--config", str(config)], check=True, capture_output=True
         )
         log = (tmp / "link.log").open("wb")
+        # BENCH_LINK_PROFILE=FILE runs the controller under cProfile (not for the record).
+        profile = os.environ.get("BENCH_LINK_PROFILE")
+        prof = ["-m", "cProfile", "-o", profile] if profile else []
         proc = subprocess.Popen(
-            [*PROGRESSIVED, "link", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT
+            [*PROGRESSIVED[:1], *prof, *PROGRESSIVED[1:], "link", "--config", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         rss: list[int] = []
         sampling = True

@@ -306,8 +306,8 @@ def test_every_applied_row_is_stored_as_dumps_of_its_data(rig: Rig) -> None:
     """The group commit writes a link_applied row's JSON text directly from the message's
     and the result's canonical bytes (journal.applied_text); the text must be exactly what
     the ledger's own encoder makes of the row's data, or the hash chain's meaning drifts."""
-    from progressived.ledger.rows import dumps  # noqa: PLC0415
-    from progressived.link import journal  # noqa: PLC0415
+    from progressived.ledger.rows import dumps
+    from progressived.link import journal
 
     conn = sqlite3.connect(rig.link_path)
     rows = conn.execute("SELECT data FROM journal WHERE kind = 'link_applied'").fetchall()

@@ -20,6 +20,7 @@ that commit. No I/O, no clock: the receive time comes in with the message.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from hashlib import sha256
 
 from progressived.engine import accounts
 from progressived.link import effects
@@ -103,7 +104,7 @@ def receive(
         if stored is None:
             why = f"sequence {msg.seq} is older than the results kept (high-water {track.hwm})"
             return _refuse(params, state, table, msg.seq, msg.id, "too-old", why, head)
-        if stored.message != raw:
+        if stored.digest != sha256(raw).digest():
             why = f"sequence {msg.seq} was used by a different message"
             return _refuse(params, state, table, msg.seq, msg.id, "conflict", why, head)
         return Step(state, (), (stored.result,))
@@ -162,7 +163,7 @@ def _apply(
         awards=tuple(_award(work.claims, work.groups, k) for k in own if k in work.claims),
     )
     results = dict(track.results)
-    results[msg.seq] = Stored(raw, result)
+    results[msg.seq] = Stored(sha256(raw).digest(), result)
     results.pop(msg.seq - params.keep_results, None)
     tables = dict(state.tables)
     tables[msg.table] = TableTrack(msg.seq, msg.head, results)

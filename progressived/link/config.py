@@ -58,7 +58,7 @@ class LinkSection(_Strict):
     policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL
     split_window_ms: int = Field(default=2000, ge=0, le=600_000)
     heartbeat_s: float = Field(default=1.0, gt=0, le=60)
-    keep_results: int = Field(default=1024, ge=1, le=1_000_000)
+    keep_results: int = Field(default=256, ge=1, le=1_000_000)
     batch_max: int = Field(default=1024, ge=1, le=100_000)
     paytables: Path | None = None
     meters: list[LinkMeterSection] = Field(min_length=1)

@@ -99,11 +99,17 @@ def contribute(link: lp.LinkParams, work: Work, msg: Contribution) -> None:
     _keep(link, work, msg.table, msg.id, Contributed(msg.round, tuple(work.postings)))
 
 
+# Contributions kept per table for a reversal. A table voids the round still open, whose
+# contribution is its last (the next one needs the next LOCK); eight leave room to spare and
+# keep the per-message copy of this map small.
+REVERSIBLE = 8
+
+
 def _keep(link: lp.LinkParams, work: Work, table: str, msg_id: str, done: Contributed) -> None:
     """Record a contribution (copying only this table's map), keeping the newest few."""
     mine = dict(work.contributions.get(table, {}))
     mine[msg_id] = done
-    while len(mine) > link.keep_results:
+    while len(mine) > REVERSIBLE:
         del mine[next(iter(mine))]  # the oldest: a void reverses a round still open
     work.contributions[table] = mine
 

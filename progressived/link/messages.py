@@ -348,9 +348,11 @@ def _build(data: dict[str, Any], types: Mapping[str, type[Any]]) -> object:
 def _object(cls: type[Any], data: object, where: str) -> object:
     if not isinstance(data, dict):
         raise MessageError("bad-field", f"{where}: expected an object")
-    names = [f.name for f in fields(cls)]
-    unknown = sorted(set(data) - set(names))
-    if unknown:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    if not data.keys() <= set(names):
+        unknown = sorted(set(data) - set(names))
         raise MessageError("bad-field", f"{where}: unknown key(s) {', '.join(unknown)}")
     values: dict[str, object] = {}
     for name in names:

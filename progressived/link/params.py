@@ -58,7 +58,7 @@ class LinkParams:
     tables: frozenset[str]
     policy: ClaimPolicy = ClaimPolicy.SEQUENTIAL
     split_window_ms: int = 2_000
-    keep_results: int = 1024  # stored results per table (older repeats are refused)
+    keep_results: int = 256  # stored results per table (older repeats are refused)
 
     def meter(self, meter_id: str) -> MeterSpec | None:
         for spec in self.meters:

@@ -19,9 +19,11 @@ ClaimKey = tuple[str, str]  # (table, claim id)
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """A table message's canonical bytes and the result it got (repeats get it again)."""
+    """The SHA-256 of a table message's canonical bytes and the result it got (a repeat with
+    the same digest gets it again; another digest under the same sequence is a conflict).
+    The digest, not the bytes: 50 tables x ``keep_results`` of them stay in memory."""
 
-    message: bytes
+    digest: bytes
     result: Result
 
 
