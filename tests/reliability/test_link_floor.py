@@ -92,6 +92,7 @@ def check_floor(work: Path, run: FloorRun) -> None:
     TALLY["link_messages_applied"] += int(applied[0])
 
 
+@pytest.mark.timeout(7200)
 async def test_link_and_tables_killed(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     async with floor_processes(tmp_path, TABLES, io.StringIO()) as run:
@@ -130,6 +131,7 @@ async def test_link_and_tables_killed(tmp_path: Path) -> None:
         check_floor(tmp_path, run)
 
 
+@pytest.mark.timeout(3600)
 async def test_faulty_relay(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     async with floor_processes(tmp_path, TABLES, io.StringIO(), split_brokers=True) as run:
