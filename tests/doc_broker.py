@@ -16,7 +16,12 @@ from pathlib import Path
 from progressived.broker import Mosquitto, wait_for_port
 from tests.mqtt_schemas import MQTT_DOC
 
-PASSWORDS = {"tcp-07": "pw-tcp-07", "tcp-08": "pw-tcp-08", "sign-lobby": "pw-sign-lobby"}
+PASSWORDS = {
+    "tcp-07": "pw-tcp-07",
+    "tcp-08": "pw-tcp-08",
+    "link-a": "pw-link-a",
+    "sign-lobby": "pw-sign-lobby",
+}
 
 
 def doc_block(after: str) -> str:

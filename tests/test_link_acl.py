@@ -22,6 +22,7 @@ import pytest
 from progressived.broker import Mosquitto, wait_for_port
 from progressived.link import book
 from progressived.link import messages as m
+from tests.doc_broker import doc_block
 from tests.link_sim import LINK_HEAD, SimTable, link_params
 
 LINK_DOC = Path(__file__).parent.parent / "docs" / "link.md"
@@ -30,10 +31,17 @@ P = "progressive"
 
 
 def doc_acl() -> str:
+    """The broker's whole ACL, as docs/mqtt.md gives it (docs/link.md repeats its link
+    part, which must be in it line for line)."""
+    acl = doc_block("`/etc/mosquitto/progressive.acl`")
     text = LINK_DOC.read_text()
-    match = re.search(r"A Mosquitto ACL under which.*?\n```\n(.*?)```", text, flags=re.DOTALL)
+    match = re.search(r"its link part, under which.*?\n```\n(.*?)```", text, flags=re.DOTALL)
     assert match, "docs/link.md has no ACL block"
-    return match.group(1)
+    lines = {line.split("#")[0].strip() for line in acl.splitlines()}
+    for line in match.group(1).splitlines():
+        rule = line.split("#")[0].strip()
+        assert not rule or rule in lines, f"docs/link.md's ACL line {rule!r} is not docs/mqtt.md's"
+    return acl
 
 
 @dataclass

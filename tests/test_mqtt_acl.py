@@ -95,7 +95,7 @@ async def retained(broker: DocBroker, topic: str, settle: float = 1.0) -> dict[s
 
 
 def test_the_doc_names_the_accounts_the_tests_use() -> None:
-    assert doc_accounts() == ["tcp-07", "tcp-08", "sign-lobby"]
+    assert doc_accounts() == ["tcp-07", "tcp-08", "link-a", "sign-lobby"]
 
 
 async def test_rogue_clients_cannot_touch_another_tables_meter(
