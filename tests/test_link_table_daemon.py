@@ -15,8 +15,10 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import aiomqtt
+
 from progressived.ledger.verify import verify
-from progressived.link.messages import decode_table
+from progressived.link.messages import Head, Result, decode_table, encode
 from progressived.testing.board import simulator_factory
 from progressived.testing.config import RigConfig
 from progressived.testing.fake_link import FakeLink
@@ -195,3 +197,30 @@ async def test_a_table_killed_with_a_pending_claim_resends_and_nothing_doubles(
         assert types(link) == ["contribution", "claim"]  # each applied once
         assert [r["seq"] for r in journal(t, "link_result")] == [1, 2]
     assert verify(tmp_path / "ledger.db", replay=True).ok
+
+
+async def test_a_refusal_that_consumed_no_sequence_is_not_final(tmp_path: Path) -> None:
+    """A ``refused`` result with ``lseq`` 0 (conflict, head-regressed, ...) did not consume
+    the sequence at the link: the table keeps the message, journals no answer, says so in
+    an error line, and the message still applies once the link takes it."""
+    async with linked(tmp_path) as (t, link):
+        link.down = True  # the link reads nothing: the contribution stays in the outbox
+        await t.bets(1)
+        await t.press("LOCK")
+        await t.sub.wait_event("round_locked")
+        await until(lambda: not outbox_empty(t), "the contribution waits")
+        (seq, msg_id), *_ = rows(t, "SELECT seq, id FROM link_outbox")
+        forged = Result(
+            link="link-a", table=TABLE, seq=seq, id=msg_id, status="refused", code="conflict",
+            reason="sequence used by a different message", resend_from=0, lseq=0,
+            head=Head(0, "0" * 64),
+        )
+        async with aiomqtt.Client(t.broker.host, t.broker.port) as client:
+            await client.publish(f"progressive/link/link-a/to/{TABLE}", encode(forged), qos=1)
+        await until(lambda: "without consuming its sequence" in t.log_text(), "the error line")
+        assert not outbox_empty(t)
+        assert journal(t, "link_result") == []
+        link.down = False
+        await until(lambda: outbox_empty(t), "applied once the link reads it")
+        assert [r["status"] for r in journal(t, "link_result")] == ["applied"]
+        assert types(link) == ["contribution"]

@@ -40,6 +40,7 @@ from progressived.mqtt.config import NO_DELAY
 
 log = structlog.get_logger("progressived")
 
+REFUSED_LOG_EVERY_S = 60.0  # one error line per refusal code and minute
 _PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
 
 
@@ -64,6 +65,8 @@ class LinkClient:
         self.sent_upto = 0  # the highest sequence published on this connection
         self.sent_at: dict[int, float] = {}
         self.resends = 0
+        self.refused_code = ""  # the last non-final refusal's code ("" when none)
+        self._refused_said: dict[str, float] = {}
         self._wake = asyncio.Event()
         self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
 
@@ -229,6 +232,26 @@ class LinkClient:
         if result.status == "resend":
             log.debug("link: resend", resend_from=result.resend_from)
             self._resend_from(max(1, result.resend_from), "the link asked")
+            return
+        if result.status == "refused" and result.lseq == 0:
+            # Not final: the link refused the message without consuming its sequence
+            # (conflict, head-regressed, too-old, unknown-table, forged, a payload it could
+            # not read). This table's ledger and the link's disagree: an incident for
+            # `progressivectl link reconcile`. The message stays in the outbox (the link
+            # keeps expecting that sequence), nothing is journaled as its answer.
+            now = time.monotonic()
+            if now - self._refused_said.get(result.code, float("-inf")) >= REFUSED_LOG_EVERY_S:
+                self._refused_said[result.code] = now
+                log.error(
+                    "link refused a message without consuming its sequence: the table's "
+                    "ledger and the link's disagree; reconcile them",
+                    link=self.link.id,
+                    seq=result.seq,
+                    id=result.id,
+                    code=result.code,
+                    reason=result.reason,
+                )
+            self.refused_code = result.code
             return
         if await self.journal.link_result(lambda state, at: self._build(result, state, at)):
             self.sent_at.pop(result.seq, None)
