@@ -250,8 +250,11 @@ def test_reject_restores_the_meter_exactly_keeping_contributions_in_between() ->
     assert out.state.balances[MA] == before[MA] + share
     assert out.state.balances[RA] == before[RA] + 7 * WAGER // 200
     assert out.state.balances[SF] == before[SF] and out.state.balances[PA] == 0
-    assert book.meter_view(params, out.state, METER, LINK_HEAD).epoch == epoch + 1
+    view = book.meter_view(params, out.state, METER, LINK_HEAD)
+    assert view.epoch == epoch + 1
+    assert view.hit is None  # the withdrawn award names no winner on the signs any more
     assert result(out).awards[0].state == "rejected"
+    assert result(out).awards[0].units == 0  # a rejected claim holds nothing
 
 
 def test_claims_from_two_tables_are_ordered_by_the_link_log_sequential() -> None:

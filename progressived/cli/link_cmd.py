@@ -8,19 +8,22 @@ codes of docs/operations.md: a bad file 2, no ledger 3, another ledger 4.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from progressived import __version__, logs
 from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
 from progressived.ledger import LedgerError
 from progressived.link.config import LinkConfig, is_link_config, load_link_config
+from progressived.money import display
 from progressived.selfcheck import run_selfcheck
 from progressived.table_config import ConfigError, read_toml
+
+if TYPE_CHECKING:
+    from progressived.link.ledger import LinkLedger
 
 
 def is_link_file(path: Path) -> bool:
@@ -40,9 +43,12 @@ def load(path: Path, prog: str = "progressived") -> LinkConfig | None:
         return None
 
 
-def link_ledger_class() -> Any:
-    """``progressived.link.ledger.LinkLedger``, imported when first needed."""
-    return importlib.import_module("progressived.link.ledger").LinkLedger
+def link_ledger_class() -> type[LinkLedger]:
+    """``progressived.link.ledger.LinkLedger``, imported when first needed (the table's
+    commands load this module too)."""
+    from progressived.link.ledger import LinkLedger  # noqa: PLC0415
+
+    return LinkLedger
 
 
 def ledger_missing(config: LinkConfig) -> str | None:
@@ -112,7 +118,8 @@ def init(config: LinkConfig) -> int:
         return _status(exc)
     print(
         f"progressived init: created link ledger {config.ledger.path} for link "
-        f"{config.params.link_id} (meters {', '.join(m.id for m in config.params.meters)}; "
+        f"{config.params.link_id} (meters "
+        f"{', '.join(f'{m.id} seed {display(m.seed)}' for m in config.params.meters)}; "
         f"tables {', '.join(sorted(config.params.tables))}) at {at}"
     )
     return Exit.OK

@@ -64,12 +64,26 @@ class LinkSection(_Strict):
     meters: list[LinkMeterSection] = Field(min_length=1)
 
 
+class LinkMetricsSection(MetricsSection):
+    """The link's defaults differ from a table's, so both can run on one machine."""
+
+    port: int = Field(default=9465, ge=0, le=65535)
+
+
+class LinkLedgerSection(LedgerSection):
+    path: Path = Path("/var/lib/progressived-link/link.db")
+
+
+class LinkControlSection(ControlSection):
+    socket: Path = Path("/run/progressived-link/control.sock")
+
+
 class _LinkModel(_Strict):
     link: LinkSection
     mqtt: MqttSection = Field(default_factory=MqttSection)
-    ledger: LedgerSection = Field(default_factory=LedgerSection)
-    metrics: MetricsSection = Field(default_factory=MetricsSection)
-    control: ControlSection = Field(default_factory=ControlSection)
+    ledger: LinkLedgerSection = Field(default_factory=LinkLedgerSection)
+    metrics: LinkMetricsSection = Field(default_factory=LinkMetricsSection)
+    control: LinkControlSection = Field(default_factory=LinkControlSection)
     log: LogSection = Field(default_factory=LogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
 

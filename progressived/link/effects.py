@@ -270,6 +270,12 @@ def reject(link: lp.LinkParams, work: Work, msg: ClaimReject) -> None:
         return
     work.post(accounts.pending(found.meter), -group.total)
     work.post(meter_acc, group.total)
+    hit = work.hits.get(found.meter)
+    if hit is not None and any(
+        (hit.table, hit.seat, hit.hand) == (c.table, c.seat, c.hand)
+        for c in (work.claims[k] for k in group.members)
+    ):
+        del work.hits[found.meter]  # the award withdrawn: the signs name no winner for it
     reset = group.reset_reserve + group.reset_seed
     if reset and _latest_live(work, group) and work.get(meter_acc) >= reset:
         # Nothing priced on this meter since: the restore is exact (contributions stay).

@@ -76,10 +76,22 @@ def render_meters(report: dict[str, Any]) -> str:
             f"reserve {display_exact(m['reserve_units'])}  "
             f"overflow {display_exact(m['overflow_units'])}  "
             f"pending {display(m['pending_units'])}  paid {display(m['paid_attendant_units'])}  "
-            f"wagers {display(m['wagers_units'])}"
+            f"wagers {display(m['wagers_units'])} (net of reversals)"
+        )
+        retained = -m["house_retained_units"]  # what the house kept (a positive balance)
+        funded = m["seed_funding_units"] + m["wagers_units"] - retained
+        held = (
+            m["units"] + m["reserve_units"] + m["overflow_units"] + m["pending_units"]
+            + m["paid_attendant_units"]
+        )
+        lines.append(
+            f"  identity: seed funding {display_exact(m['seed_funding_units'])} + wagers "
+            f"{display_exact(m['wagers_units'])} - house retained "
+            f"{display_exact(retained)} = {display_exact(funded)}; "
+            f"held + paid {display_exact(held)}; gap {m['identity_gap_units']} units"
         )
     for table, count in report["messages_applied"].items():
-        lines.append(f"  table {table}: {count} messages applied")
+        lines.append(f"  table {table}: {count} messages that consumed a sequence")
     if report["identity_gap_units"]:
         lines.append(f"WARNING: the identity is off by {report['identity_gap_units']} units")
     return "\n".join(lines)
