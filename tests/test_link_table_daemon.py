@@ -33,6 +33,7 @@ from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import Table
 from progressived.testing.rig import table as rig_table
 from tests.daemon_harness import TABLE
+from tests.mqtt_schemas import problems
 
 
 def linked_config(metrics_port: int = 0) -> RigConfig:
@@ -54,6 +55,11 @@ def linked_config(metrics_port: int = 0) -> RigConfig:
     )
 
 
+def table_problems(topic: str, message: Any) -> list[str]:
+    """docs/mqtt.md's check of the table's own topics (the link's are docs/link.md's)."""
+    return problems(topic, message) if topic.startswith("progressive/table/") else []
+
+
 @contextlib.asynccontextmanager
 async def linked(tmp: Path, metrics_port: int = 0) -> AsyncIterator[tuple[Table, FakeLink]]:
     async with (
@@ -62,12 +68,16 @@ async def linked(tmp: Path, metrics_port: int = 0) -> AsyncIterator[tuple[Table,
             linked_config(metrics_port),
             board=simulator_factory(heartbeat_interval_s=0.2),
             sign="it-sign",
+            check=table_problems,
         ) as t,
         FakeLink(t.broker.host, t.broker.port, tables=(TABLE,)) as link,
     ):
         t.start_daemon()
         await t.online()
         yield t, link
+    # Every message the table published matches docs/mqtt.md, the linked meter's `link` too.
+    assert not t.sub.problems, "\n".join(t.sub.problems[:20])
+    assert any("link" in m for m in t.sub.meters("main")), "no linked meter payload checked"
 
 
 def rows(t: Table, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
