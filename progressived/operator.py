@@ -63,7 +63,7 @@ class OperatorDesk:
     @staticmethod
     def _meter(s: DeskStatus, meter_id: str) -> dict[str, Any]:
         """A meter as the signs show it: a linked meter with the link's value (the table
-        holds none of its money) and closed only by its own closures (``link-down``)."""
+        holds none of its money); ``link-down`` closes linked meters only, not local ones."""
         state = s.state
         units = state.balance(accounts.meter(meter_id))
         linked = None
