@@ -10,7 +10,7 @@ sign shows) — Prometheus samples are floats, so they are only ever a display o
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
+from progressived.daemon.port import LinkStatus
 from progressived.engine import TableState, accounts
 from progressived.engine.events import (
     AwardConfirmed,
@@ -179,6 +180,50 @@ class _TableCollector(Collector):
         )
         head.add_metric([table], src.head_seq())
         yield head
+        link = src.link()
+        if link is not None:
+            yield from _link_families(table, link)
+
+
+LINK_METRICS = (
+    "progressive_link_up",
+    "progressive_link_closed",
+    "progressive_link_heartbeat_age_seconds",
+    "progressive_link_outbox_depth",
+    "progressive_link_outbox_oldest_seconds",
+    "progressive_link_resends_total",
+)
+"""A linked table's view of its link (labels ``table``, ``link``; docs/operations.md)."""
+
+
+def _link_families(table: str, link: LinkStatus) -> Iterator[Any]:
+    labels = [table, link.link_id]
+    gauges = (
+        ("up", "Heartbeats from the link are arriving.", 1 if link.up else 0),
+        ("closed", "The linked meters are closed at this table (link-down).", int(link.closed)),
+        (
+            "heartbeat_age_seconds",
+            "Seconds since the link's last heartbeat (since the start when none yet).",
+            link.heartbeat_age_s,
+        ),
+        ("outbox_depth", "Messages awaiting the link's final result.", link.outbox_depth),
+        (
+            "outbox_oldest_seconds",
+            "Age of the oldest message awaiting the link's result (0 when none).",
+            link.outbox_oldest_s or 0.0,
+        ),
+    )
+    for name, doc, value in gauges:
+        family = GaugeMetricFamily(f"progressive_link_{name}", doc, labels=["table", "link"])
+        family.add_metric(labels, value)
+        yield family
+    resends = CounterMetricFamily(
+        "progressive_link_resends",
+        "Times the outbox was sent again from a message (since start).",
+        labels=["table", "link"],
+    )
+    resends.add_metric(labels, link.resends)
+    yield resends
 
 
 class MetricsSource(Protocol):
@@ -192,6 +237,7 @@ class MetricsSource(Protocol):
     def board_counters(self) -> Mapping[str, int]: ...
     def health(self) -> Sequence[tuple[str, str, bool]]: ...
     def head_seq(self) -> int: ...
+    def link(self) -> LinkStatus | None: ...
 
 
 class TableMetrics:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from progressived.control import Peer
-from progressived.daemon.port import DeskPort, Note, ParameterPlan
+from progressived.daemon.port import DeskPort, DeskStatus, LinkStatus, Note, ParameterPlan
 from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.ledger import parameters
@@ -32,7 +32,7 @@ class OperatorDesk:
     def status(self) -> dict[str, Any]:
         s = self.port.status()
         state = s.state
-        return {
+        out: dict[str, Any] = {
             "table": s.table_id,
             "paytable": s.paytable_id,
             "version": s.version,
@@ -43,16 +43,7 @@ class OperatorDesk:
                 {"seat": a.seat, "hand": a.hand, "cents": cents(a.units)} for a in state.pending
             ],
             "closed": sorted(state.closed),
-            "meters": {
-                m: {
-                    "display": display(state.balance(accounts.meter(m))),
-                    "cents": cents(state.balance(accounts.meter(m))),
-                    "reserve_cents": cents(state.balance(accounts.reserve(m))),
-                    "overflow_cents": cents(state.balance(accounts.overflow(m))),
-                    "state": meter_state(state, m, s.board_online),
-                }
-                for m in s.meter_ids
-            },
+            "meters": {m: self._meter(s, m) for m in s.meter_ids},
             "board": {"online": s.board_online, "counters": dict(s.board_counters)},
             "broker": {"connected": s.broker_connected},
             "ledger": {
@@ -65,6 +56,31 @@ class OperatorDesk:
             "health": s.health,
             "metrics_port": s.metrics_port,
         }
+        if s.link is not None:  # a table that joined a link; a single table has no key
+            out["link"] = link_status(s.link)
+        return out
+
+    @staticmethod
+    def _meter(s: DeskStatus, meter_id: str) -> dict[str, Any]:
+        """A meter as the signs show it: a linked meter with the link's value (the table
+        holds none of its money); ``link-down`` closes linked meters only, not local ones."""
+        state = s.state
+        units = state.balance(accounts.meter(meter_id))
+        linked = None
+        if s.link is not None:
+            linked = next((m for m in s.link.meters if m.meter == meter_id), None)
+        if linked is not None:
+            units = linked.units or 0
+        out = {
+            "display": display(units),
+            "cents": cents(units),
+            "reserve_cents": cents(state.balance(accounts.reserve(meter_id))),
+            "overflow_cents": cents(state.balance(accounts.overflow(meter_id))),
+            "state": meter_state(state, meter_id, s.board_online, linked is not None),
+        }
+        if linked is not None and s.link is not None:
+            out["link"] = s.link.link_id
+        return out
 
     async def refused(self, peer: Peer, why: str) -> None:
         await self.port.record(
@@ -147,6 +163,32 @@ class OperatorDesk:
         if isinstance(plan, str):
             return {"ok": False, "error": plan}
         return {"ok": True, "changes": dict(plan.changes)}
+
+
+def link_status(link: LinkStatus) -> dict[str, Any]:
+    """A linked table's link for ``status`` (JSON-ready; docs/link.md, "Table side")."""
+    return {
+        "id": link.link_id,
+        "up": link.up,
+        "since": link.since,
+        "heartbeat_age_s": round(link.heartbeat_age_s, 3) if link.heard else None,
+        "broker_connected": link.broker_connected,
+        "closed": link.closed,
+        "outbox": {
+            "depth": link.outbox_depth,
+            "oldest_s": None if link.outbox_oldest_s is None else round(link.outbox_oldest_s, 3),
+        },
+        "resends": link.resends,
+        "meters": {
+            m.meter: {
+                "cents": None if m.units is None else cents(m.units),
+                "display": None if m.units is None else display(m.units),
+                "epoch": m.epoch,
+                "lseq": m.lseq,
+            }
+            for m in link.meters
+        },
+    }
 
 
 def plan_reload(

@@ -140,7 +140,9 @@ class Controller:
             await self.link.load()
         structlog.contextvars.bind_contextvars(table=j.params.table_id, round=j.state.round)
         if cfg.metrics.enabled:
-            j.metrics = TableMetrics(MetricsView(j, self.health, self.driver, self.version))
+            link = self.link.status if self.link is not None else None
+            view = MetricsView(j, self.health, self.driver, self.version, link)
+            j.metrics = TableMetrics(view)
             self.metrics_port = j.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
         await j.record(
@@ -229,6 +231,7 @@ class Controller:
             self.health,
             version=self.version,
             metrics_port=lambda: self.metrics_port,
+            link_status=self.link.status if self.link is not None else lambda: None,
         )
         desk = OperatorDesk(port)
         control = ControlServer(cfg.control.socket, cfg.control.group, desk.handle, desk.refused)

@@ -172,6 +172,7 @@ async def test_operator_actions_through_the_control_socket(tmp_path: Path) -> No
         assert adj.stdout.splitlines()[1].startswith("meter main: $1,000.00 (open), reserve $")
         status = await asyncio.to_thread(ctl, sock, "status", "--json")
         assert json.loads(status.stdout)["status"]["meters"]["main"]["cents"] == 100_000
+        assert "link" not in json.loads(status.stdout)["status"]  # a single table: no link
 
         # The wrong group: the OS refuses the socket; with the file opened up, the daemon does.
         assert (await asyncio.to_thread(as_nobody, sock)).startswith("PermissionError")

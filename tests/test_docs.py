@@ -43,6 +43,7 @@ from progressived.daemon_config import _DaemonModel, daemon_config_from, load_da
 from progressived.engine.events import EVENT_TYPES
 from progressived.keypad_map import KeypadMap
 from progressived.link.config import LinkSection, link_config_from
+from progressived.metrics import LINK_METRICS
 from progressived.mqtt.payloads import event_payload
 from progressived.paytable import load_paytable
 from progressived.table_config import ConfigError, ProgressiveConfig
@@ -330,11 +331,26 @@ def test_the_example_payloads_in_mqtt_md_satisfy_its_schemas() -> None:
         for block in re.findall(r"```json\n(.*?)```", MQTT_DOC.read_text(), flags=re.DOTALL)
         if "$schema" not in block
     ]
-    meter = next(e for e in examples if "meter" in e)
+    meters = [e for e in examples if "meter" in e and "display" in e]
+    meter = next(e for e in meters if "link" not in e)
     status = next(e for e in examples if "status" in e)
     assert problems("progressive/table/tcp-07/meter/main", meter) == []
     assert problems("progressive/table/tcp-07/status", status) == []
     assert problems("progressive/table/tcp-07/meter/main", {**meter, "cents": 1.5})
+    # A linked meter (docs/link.md): the same payload with the link's id, epoch and lseq.
+    linked = next(e for e in meters if "link" in e)
+    topic = f"progressive/table/{linked['table']}/meter/{linked['meter']}"
+    assert problems(topic, linked) == []
+    assert problems(topic, {**linked, "link": {**linked["link"], "epoch": -1}})
+    assert problems(topic, {**linked, "link": {"id": "link-a", "epoch": 1}})
+    assert problems(topic, {**linked, "link": {**linked["link"], "extra": 1}})
+
+
+def test_every_link_metric_of_a_linked_table_is_documented() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    assert LINK_METRICS and all(name.startswith("progressive_link_") for name in LINK_METRICS)
+    missing = [name for name in LINK_METRICS if f"`{name}`" not in text]
+    assert not missing, f"docs/operations.md does not document {missing}"
 
 
 def journaled_system_kinds() -> set[str]:

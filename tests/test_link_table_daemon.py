@@ -1,7 +1,9 @@
 """A table daemon with a linked meter against the fake link, on a real Mosquitto.
 
 pmg-01 at table it-1: meter ``main`` linked to ``link-a`` (the fake link: the pure book in
-memory, heartbeats every 0.2 s), a local meter ``side``. Keypad: H1 royal flush.
+memory, heartbeats every 0.2 s), a local meter ``side``. Keypad: H1 royal flush. The link as
+the table sees it is checked from outside too: ``progressivectl status`` over the control
+socket and the Prometheus endpoint.
 """
 
 from __future__ import annotations
@@ -9,14 +11,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
+from prometheus_client.parser import text_string_to_metric_families
 
+from progressived.broker import free_port
+from progressived.control import request
 from progressived.ledger.verify import verify
 from progressived.link.messages import Head, Result, decode_table, encode
 from progressived.testing.board import simulator_factory
@@ -25,9 +34,10 @@ from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import Table
 from progressived.testing.rig import table as rig_table
 from tests.daemon_harness import TABLE
+from tests.mqtt_schemas import problems
 
 
-def linked_config() -> RigConfig:
+def linked_config(metrics_port: int = 0) -> RigConfig:
     return RigConfig(
         table=TABLE,
         paytable="pmg-01",
@@ -42,20 +52,33 @@ def linked_config() -> RigConfig:
             "reconnect_max_s": 0.5,
         },
         log={"format": "json", "level": "debug"},
+        metrics_port=metrics_port,
     )
 
 
+def table_problems(topic: str, message: Any) -> list[str]:
+    """docs/mqtt.md's check of the table's own topics (the link's are docs/link.md's)."""
+    return problems(topic, message) if topic.startswith("progressive/table/") else []
+
+
 @contextlib.asynccontextmanager
-async def linked(tmp: Path) -> AsyncIterator[tuple[Table, FakeLink]]:
+async def linked(tmp: Path, metrics_port: int = 0) -> AsyncIterator[tuple[Table, FakeLink]]:
     async with (
         rig_table(
-            tmp, linked_config(), board=simulator_factory(heartbeat_interval_s=0.2), sign="it-sign"
+            tmp,
+            linked_config(metrics_port),
+            board=simulator_factory(heartbeat_interval_s=0.2),
+            sign="it-sign",
+            check=table_problems,
         ) as t,
         FakeLink(t.broker.host, t.broker.port, tables=(TABLE,)) as link,
     ):
         t.start_daemon()
         await t.online()
         yield t, link
+    # Every message the table published matches docs/mqtt.md, the linked meter's `link` too.
+    assert not t.sub.problems, "\n".join(t.sub.problems[:20])
+    assert any("link" in m for m in t.sub.meters("main")), "no linked meter payload checked"
 
 
 def rows(t: Table, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -224,3 +247,133 @@ async def test_a_refusal_that_consumed_no_sequence_is_not_final(tmp_path: Path) 
         await until(lambda: outbox_empty(t), "applied once the link reads it")
         assert [r["status"] for r in journal(t, "link_result")] == ["applied"]
         assert types(link) == ["contribution"]
+# --------------------------------------------------------------------------- seen from outside
+
+
+def status(t: Table) -> dict[str, Any]:
+    answer = request(t.tmp / "control.sock", {"action": "status"}, timeout=10)
+    assert answer["ok"], answer
+    found: dict[str, Any] = answer["status"]
+    return found
+
+
+def ctl_status(t: Table) -> str:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "progressived.cli.ctl",
+            "status",
+            "--socket",
+            str(t.tmp / "control.sock"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def link_metrics(port: int) -> dict[str, float]:
+    """The ``progressive_link_*`` samples (labels ``table`` and ``link`` checked), from an
+    exposition promtool accepts."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is installed by .ci/test (Debian package prometheus)"
+    check = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+    )
+    assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("progressive_link_"):
+                assert sample.labels == {"table": TABLE, "link": "link-a"}, sample
+                out[sample.name] = sample.value
+    return out
+
+
+async def until_async(check: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
+    """Poll ``check`` (run in a thread: it blocks) until it returns something true."""
+    async with asyncio.timeout(timeout):
+        while True:
+            got = await asyncio.to_thread(check)
+            if got:
+                return got
+            await asyncio.sleep(0.1)
+    raise AssertionError(what)  # pragma: no cover
+
+
+async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_up(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    async with linked(tmp_path, metrics_port=port) as (t, link):
+        # Up: heartbeats arriving, nothing waiting, the linked meter as the link published it.
+        up = await until_async(
+            lambda: (
+                (s := status(t))["link"]["up"]
+                and s["link"]["meters"]["main"]["cents"] is not None
+                and s
+            ),
+            "link up",
+        )
+        assert up["link"]["id"] == "link-a" and up["link"]["broker_connected"]
+        assert up["link"]["outbox"] == {"depth": 0, "oldest_s": None}
+        assert up["link"]["closed"] is False and "link-down" not in up["closed"]
+        assert up["link"]["meters"]["main"]["cents"] == link.meter_units() // 10_000
+        assert up["meters"]["main"]["cents"] == up["link"]["meters"]["main"]["cents"]
+        assert up["meters"]["main"]["link"] == "link-a" and "link" not in up["meters"]["side"]
+        got = await asyncio.to_thread(link_metrics, port)
+        assert got["progressive_link_up"] == 1 and got["progressive_link_closed"] == 0
+        assert got["progressive_link_outbox_depth"] == 0
+        assert got["progressive_link_outbox_oldest_seconds"] == 0
+        assert got["progressive_link_heartbeat_age_seconds"] < 2
+        text = await asyncio.to_thread(ctl_status, t)
+        assert "link link-a: up since" in text and "outbox: 0 awaiting" in text, text
+
+        # The link stops: a LOCK's contribution waits in the outbox; the link goes down.
+        link.down = True
+        await t.bets(1, 2)
+        await t.press("LOCK")
+        await t.sub.wait_event("round_locked")
+        down = await until_async(
+            lambda: not (s := status(t))["link"]["up"] and s["link"]["closed"] and s,
+            "link down",
+        )
+        assert down["link"]["outbox"]["depth"] == 1
+        assert down["link"]["outbox"]["oldest_s"] is not None
+        assert down["link"]["outbox"]["oldest_s"] >= 0
+        assert down["link"]["since"] > up["link"]["since"]
+        assert "link-down" in down["closed"]
+        assert down["meters"]["main"]["state"] == "closed"
+        assert down["meters"]["side"]["state"] == "open"  # the local meter still plays
+        got = await asyncio.to_thread(link_metrics, port)
+        assert got["progressive_link_up"] == 0 and got["progressive_link_closed"] == 1
+        assert got["progressive_link_outbox_depth"] == 1
+        assert got["progressive_link_outbox_oldest_seconds"] > 0
+        assert got["progressive_link_heartbeat_age_seconds"] > 0.6  # 3 missed at 0.2 s
+        text = await asyncio.to_thread(ctl_status, t)
+        assert "link link-a: DOWN since" in text and "outbox: 1 awaiting" in text, text
+        assert "CLOSED at this table (link-down)" in text, text
+
+        # The link returns: up again, the outbox drains (sent again: a resend counted).
+        link.down = False
+        back = await until_async(
+            lambda: (s := status(t))["link"]["up"] and s["link"]["outbox"]["depth"] == 0 and s,
+            "link back, outbox drained",
+        )
+        assert back["link"]["closed"] is False and back["link"]["outbox"]["oldest_s"] is None
+        assert back["link"]["resends"] >= 1
+        assert back["link"]["meters"]["main"]["lseq"] > up["link"]["meters"]["main"]["lseq"]
+        assert back["link"]["meters"]["main"]["cents"] == link.meter_units() // 10_000
+        got = await until_async(
+            lambda: (m := link_metrics(port))["progressive_link_up"] == 1 and m, "metrics up"
+        )
+        assert got["progressive_link_outbox_depth"] == 0 and got["progressive_link_closed"] == 0
+        assert got["progressive_link_resends_total"] >= 1
+        assert types(link) == ["contribution"]
+    assert verify(tmp_path / "ledger.db", replay=True).ok

@@ -82,7 +82,7 @@ def _render_link_status(status: dict[str, Any]) -> str:
 
 
 def _render_status(status: dict[str, Any]) -> str:
-    if "link" in status:
+    if isinstance(status.get("link"), str):  # the link controller's own status
         return _render_link_status(status)
     lines = [
         f"table {status['table']}  paytable {status['paytable']}  version {status['version']}",
@@ -103,7 +103,31 @@ def _render_status(status: dict[str, Any]) -> str:
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
     lines.append(f"health: {status['health']}")
+    if "link" in status:  # a table that joined a link
+        lines += _render_table_link(status["link"])
     return "\n".join(lines)
+
+
+def _render_table_link(link: dict[str, Any]) -> list[str]:
+    """A linked table's link: up or down and since when, the outbox, the linked meters."""
+    heard = link["heartbeat_age_s"]
+    beat = "no heartbeat yet" if heard is None else f"last heartbeat {heard:.1f} s ago"
+    broker = "connected" if link["broker_connected"] else "DISCONNECTED"
+    lines = [
+        f"link {link['id']}: {'up' if link['up'] else 'DOWN'} since {link['since']} "
+        f"({beat}), broker {broker}"
+    ]
+    outbox = link["outbox"]
+    oldest = "" if outbox["oldest_s"] is None else f", oldest {outbox['oldest_s']:.1f} s"
+    lines.append(
+        f"  outbox: {outbox['depth']} awaiting the link's answer{oldest}; resends {link['resends']}"
+    )
+    for meter_id, m in link["meters"].items():
+        value = "not heard yet" if m["display"] is None else m["display"]
+        lines.append(f"  linked meter {meter_id}: {value} (epoch {m['epoch']}, lseq {m['lseq']})")
+    if link["closed"]:
+        lines.append("  the linked progressive is CLOSED at this table (link-down)")
+    return lines
 
 
 def _render_meters(status: dict[str, Any]) -> list[str]:

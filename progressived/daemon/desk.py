@@ -11,7 +11,13 @@ from progressived.board import BoardDriver
 from progressived.daemon.board_input import BoardInput
 from progressived.daemon.health import Health, check_health
 from progressived.daemon.journal import Journal
-from progressived.daemon.port import DeskStatus, Note, ParameterCheck, ParameterPlan
+from progressived.daemon.port import (
+    DeskStatus,
+    LinkStatus,
+    Note,
+    ParameterCheck,
+    ParameterPlan,
+)
 from progressived.engine import Command
 
 log = structlog.get_logger("progressived.operator")
@@ -29,6 +35,7 @@ class DaemonDesk:
         *,
         version: str,
         metrics_port: Callable[[], int | None],
+        link_status: Callable[[], LinkStatus | None] = lambda: None,
     ) -> None:
         self._journal = journal
         self._board_input = board_input
@@ -36,6 +43,7 @@ class DaemonDesk:
         self._health = health
         self._version = version
         self._metrics_port = metrics_port
+        self._link_status = link_status
 
     def now(self) -> str:
         return self._journal.clock()
@@ -59,6 +67,7 @@ class DaemonDesk:
             healthy=ok,
             health=why,
             metrics_port=self._metrics_port(),
+            link=self._link_status(),
         )
 
     async def submit(self, command: Command, *, note: Note | None = None) -> str | None:

@@ -14,6 +14,10 @@ outbox row and is ignored.
 After ``missed_heartbeats`` heartbeats missed in a row the table closes its linked meters
 (``SetClosed`` reason ``link-down``); the next heartbeat reopens them. Messages wait in
 the outbox meanwhile and drain when the link answers again.
+
+:meth:`LinkClient.status` is what ``progressivectl status`` and the metrics show: up or
+down and since when, the broker connection, the outbox's depth and its oldest message's
+age (from the message's ``at``), resends, and the linked meters as the link published them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import time
+from datetime import datetime
 from typing import Any
 
 import aiomqtt
@@ -29,11 +34,13 @@ import structlog
 
 from progressived.daemon.journal import Journal
 from progressived.daemon.link_out import DELETE, LinkBook, result_record
+from progressived.daemon.port import LinkedMeterView, LinkStatus
 from progressived.daemon_config import DaemonConfig, LinkSection
 from progressived.engine import SetClosed
 from progressived.engine.meter_port import MeterAnswered
 from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger.commit import Statement
+from progressived.ledger.errors import LedgerError
 from progressived.ledger.rows import Record
 from progressived.link import messages as lm
 from progressived.mqtt.config import NO_DELAY
@@ -42,6 +49,16 @@ log = structlog.get_logger("progressived")
 
 REFUSED_LOG_EVERY_S = 60.0  # one error line per refusal code and minute
 _PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
+_OLDEST = "SELECT count(*), (SELECT payload FROM link_outbox ORDER BY seq LIMIT 1) FROM link_outbox"
+
+
+def _sent_at(payload: object) -> float | None:
+    """The ``at`` of an outbox message (the table's time when it was made), as a POSIX time."""
+    try:
+        at = json.loads(str(payload))["at"]
+        return datetime.fromisoformat(str(at)).timestamp()
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 class LinkClient:
@@ -59,9 +76,12 @@ class LinkClient:
         }
         self.meters: dict[str, lm.LinkedMeter] = {}  # the link's latest view per meter
         self.last_heartbeat = time.monotonic()
+        self.heard = False  # a heartbeat since the daemon started
         self.up = False  # heartbeats arriving
+        self.since = journal.clock()  # when ``up`` last changed (the start until then)
         self.connected = False
         self.depth = 0  # messages in the link outbox
+        self.oldest_at: float | None = None  # the oldest outbox message's ``at`` (POSIX)
         self.sent_upto = 0  # the highest sequence published on this connection
         self.sent_at: dict[int, float] = {}
         self.resends = 0
@@ -82,11 +102,52 @@ class LinkClient:
             (j.state.round,),
         )
         self.book.load([(json.loads(data),) for (data,) in rows])
-        self.depth = len(await j.db(j.ledger.read, _PENDING, (0,)))
+        await self.refresh()
         log.info("link", link=self.link.id, next_seq=self.book.next_seq, outbox=self.depth)
 
     def wake(self) -> None:
         self._wake.set()
+
+    async def refresh(self) -> None:
+        """Re-read the outbox's depth and its oldest message (the sender does it as it goes;
+        this is for when it is not running: no broker)."""
+        j = self.journal
+        ((depth, payload),) = await j.db(j.ledger.read, _OLDEST)
+        self.depth = int(depth)
+        self.oldest_at = _sent_at(payload) if payload is not None else None
+
+    def _set_up(self, up: bool) -> None:
+        if up != self.up:
+            self.up = up
+            self.since = self.journal.clock()
+
+    def status(self) -> LinkStatus:
+        """The link as this table sees it (read on the event loop or the metrics thread:
+        every field is one reference, read once)."""
+        now = time.monotonic()
+        oldest = self.oldest_at
+        meters = []
+        for meter_id in sorted(self.meter_topics.values()):
+            seen = self.meters.get(meter_id)
+            if seen is None:
+                meters.append(LinkedMeterView(meter_id, None, 0, 0))
+            else:
+                meters.append(LinkedMeterView(meter_id, seen.units, seen.epoch, seen.lseq))
+        return LinkStatus(
+            link_id=self.link.id,
+            up=self.up,
+            since=self.since,
+            heard=self.heard,
+            heartbeat_age_s=max(0.0, now - self.last_heartbeat),
+            broker_connected=self.connected,
+            outbox_depth=self.depth,
+            outbox_oldest_s=(
+                max(0.0, time.time() - oldest) if self.depth and oldest is not None else None
+            ),
+            resends=self.resends,
+            meters=tuple(meters),
+            closed=LINK_DOWN in self.journal.state.closed,
+        )
 
     # ------------------------------------------------------------- run
     async def run(self) -> None:
@@ -148,6 +209,7 @@ class LinkClient:
             self._wake.clear()
             rows = await j.db(j.ledger.read, _PENDING, (0,))
             self.depth = len(rows)
+            self.oldest_at = _sent_at(rows[0][4]) if rows else None
             now = time.monotonic()
             if rows:
                 oldest = int(rows[0][0])
@@ -176,9 +238,13 @@ class LinkClient:
         limit = self.link.missed_heartbeats * self.link.heartbeat_s
         while True:
             await asyncio.sleep(self.link.heartbeat_s / 4)
+            if not self.connected:  # the sender is not there to keep the depth current
+                with contextlib.suppress(LedgerError):
+                    await self.refresh()
             silent = time.monotonic() - self.last_heartbeat
+            if silent > limit:
+                self._set_up(False)
             if silent > limit and LINK_DOWN not in self.journal.state.closed:
-                self.up = False
                 log.warning("link down: the linked meters close", link=self.link.id)
                 await self._set_closed(True)
 
@@ -219,7 +285,8 @@ class LinkClient:
 
     async def _heartbeat(self, beat: lm.Heartbeat) -> None:
         self.last_heartbeat = time.monotonic()
-        self.up = True
+        self.heard = True
+        self._set_up(True)
         if LINK_DOWN in self.journal.state.closed:
             log.info("link back: the linked meters reopen", link=self.link.id)
             await self._set_closed(False)

@@ -27,6 +27,39 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkedMeterView:
+    """A linked meter as the link last published it (``units`` None: not heard yet)."""
+
+    meter: str
+    units: int | None
+    epoch: int
+    lseq: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStatus:
+    """A linked table's view of its link (docs/link.md, "Table side"), for ``status``.
+
+    ``up``: heartbeats arriving; ``since``: when ``up`` last changed (UTC; the daemon's
+    start until the first change). ``outbox_depth``: messages awaiting the link's final
+    result; ``outbox_oldest_s``: the age of the oldest (from its ``at``), None when empty.
+    ``closed``: the linked meters are closed at this table (``link-down``).
+    """
+
+    link_id: str
+    up: bool
+    since: str
+    heard: bool  # a heartbeat since the daemon started
+    heartbeat_age_s: float  # since the last heartbeat (since the start when none)
+    broker_connected: bool
+    outbox_depth: int
+    outbox_oldest_s: float | None
+    resends: int
+    meters: tuple[LinkedMeterView, ...]
+    closed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DeskStatus:
     """A read-only snapshot of the table for ``status``."""
 
@@ -45,6 +78,7 @@ class DeskStatus:
     healthy: bool
     health: str
     metrics_port: int | None
+    link: LinkStatus | None = None  # a table that joined a link; None for a single table
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from progressived.board import BoardDriver
 from progressived.daemon.health import Health, check_health
 from progressived.daemon.journal import Journal
+from progressived.daemon.port import LinkStatus
 from progressived.engine import TableState
 from progressived.ledger import LedgerError
 from progressived.metrics import HitCounts
@@ -61,11 +62,19 @@ class MetricsView:
     """The daemon as the metrics collector sees it (read from the HTTP thread; the state is
     immutable, so reading the current reference is safe)."""
 
-    def __init__(self, journal: Journal, health: Health, driver: BoardDriver, version: str):
+    def __init__(
+        self,
+        journal: Journal,
+        health: Health,
+        driver: BoardDriver,
+        version: str,
+        link: Callable[[], LinkStatus] | None = None,
+    ) -> None:
         self.journal = journal
         self._health = health
         self.driver = driver
         self.version = version
+        self._link = link
 
     def table_id(self) -> str:
         return self.journal.params.table_id
@@ -107,3 +116,6 @@ class MetricsView:
 
     def head_seq(self) -> int:
         return self.journal.ledger.head_seq
+
+    def link(self) -> LinkStatus | None:
+        return self._link() if self._link is not None else None

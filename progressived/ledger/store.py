@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -39,6 +38,7 @@ from progressived.ledger.errors import (
     LedgerMismatch,
     LedgerUnavailable,
 )
+from progressived.ledger.handle import LedgerHandle
 from progressived.ledger.plan import SNAPSHOT_EVERY, Head
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.recovery import Recovery, recover
@@ -68,32 +68,12 @@ __all__ = [  # re-exported: the names callers imported from here before the spli
 ]
 
 
-class Ledger:
-    """The table's ledger. Use :meth:`open`; one instance (and one process) writes."""
+class Ledger(LedgerHandle):
+    """The table's ledger. Use :meth:`open`; one instance (and one process) writes.
 
-    def __init__(
-        self,
-        path: Path,
-        conn: sqlite3.Connection,
-        lock_fd: int,
-        params: TableParams,
-        snapshot_every: int,
-    ) -> None:
-        self._path = path
-        self._conn = conn
-        self._lock_fd = lock_fd
-        self._params = params
-        self._table_id = params.table_id
-        self._snapshot_every = snapshot_every
-        self._state = TableState()
-        self._balances: dict[str, int] = {}
-        self._head_seq = 0
-        self._head_hash = chain.GENESIS
-        self._since_snapshot = 0
-        self._closed = False
-        self._stale = False  # a write failed: re-read the head before the next one
-        self._mutex = threading.RLock()  # the daemon may write from executor threads
-        self.recovery = Recovery(0, 0, 0.0)
+    What it holds between writes (connection, lock, head) and its reads are
+    :class:`~progressived.ledger.handle.LedgerHandle`'s; opening and writing are here.
+    """
 
     # ------------------------------------------------------------------ opening
 
@@ -230,54 +210,6 @@ class Ledger:
         self._state = head.state
         self._since_snapshot = head.since_snapshot
 
-    # ------------------------------------------------------------------ reading
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    @property
-    def state(self) -> TableState:
-        """The engine state after the last committed row."""
-        return self._state
-
-    @property
-    def head_seq(self) -> int:
-        return self._head_seq
-
-    @property
-    def head_hash(self) -> str:
-        return self._head_hash
-
-    @property
-    def balances(self) -> Mapping[str, int]:
-        """The balances table as committed (a copy)."""
-        return dict(self._balances)
-
-    def lookup(self, idempotency_key: str) -> AppendResult | None:
-        """The first result of the call that carried ``idempotency_key``, if any."""
-        self._check_open()
-        try:
-            row = self._conn.execute(
-                "SELECT first_seq, last_seq FROM idempotency WHERE key = ?", (idempotency_key,)
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise translate(exc, self._path) from None
-        return None if row is None else AppendResult(int(row[0]), int(row[1]), duplicate=True)
-
-    def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
-        self._check_open()
-        try:
-            rows = self._conn.execute(
-                "SELECT id, seq, topic, payload, qos, retain FROM outbox ORDER BY id LIMIT ?",
-                (limit,),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, self._path) from None
-        return [
-            OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r)) for i, s, t, p, q, r in rows
-        ]
-
     # ------------------------------------------------------------------ writing
 
     def append(
@@ -307,15 +239,6 @@ class Ledger:
         """Appends and records, in this order, in one transaction (one fsync, all or none);
         ``extra`` statements (the link outbox's rows) commit or roll back with them."""
         return self._write(items, extra)
-
-    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query on the writer's connection (the link outbox)."""
-        with self._mutex:
-            self._check_open()
-            try:
-                return list(self._conn.execute(sql, args).fetchall())
-            except sqlite3.Error as exc:
-                raise translate(exc, self._path) from None
 
     def record(
         self,
@@ -369,34 +292,7 @@ class Ledger:
                 with suppress(sqlite3.Error):
                     self._conn.execute("PRAGMA synchronous = FULL")
 
-    def checkpoint(self) -> None:
-        """Fold the WAL back into the database and truncate it (call when idle)."""
-        self._check_open()
-        try:
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, self._path) from None
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._conn.close()
-        finally:
-            os.close(self._lock_fd)
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ internals
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise LedgerError(f"ledger {self._path} is closed")
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -1,0 +1,137 @@
+"""The ledger file as it stands: one connection, its lock, the committed head, and reads.
+
+Split from :mod:`progressived.ledger.store` (which opens, recovers and writes) so that the
+writer module stays about how rows get in, and this one about what is held between writes:
+the connection and the ``flock`` descriptor, the head in memory (state, balances, last row
+and hash, rows since the last snapshot) that only a successful write moves, and the reads
+the daemon makes on the writer's connection. Nothing here writes a row.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
+
+from progressived.engine.state import TableState
+from progressived.ledger import chain
+from progressived.ledger.commit import translate
+from progressived.ledger.errors import LedgerError
+from progressived.ledger.recovery import Recovery
+from progressived.ledger.rows import AppendResult, OutboxRow
+from progressived.params import TableParams
+
+
+class LedgerHandle:
+    """The open ledger's connection, lock and committed head (:class:`Ledger` writes)."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        lock_fd: int,
+        params: TableParams,
+        snapshot_every: int,
+    ) -> None:
+        self._path = path
+        self._conn = conn
+        self._lock_fd = lock_fd
+        self._params = params
+        self._table_id = params.table_id
+        self._snapshot_every = snapshot_every
+        self._state = TableState()
+        self._balances: dict[str, int] = {}
+        self._head_seq = 0
+        self._head_hash = chain.GENESIS
+        self._since_snapshot = 0
+        self._closed = False
+        self._stale = False  # a write failed: re-read the head before the next one
+        self._mutex = threading.RLock()  # the daemon may write from executor threads
+        self.recovery = Recovery(0, 0, 0.0)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def state(self) -> TableState:
+        """The engine state after the last committed row."""
+        return self._state
+
+    @property
+    def head_seq(self) -> int:
+        return self._head_seq
+
+    @property
+    def head_hash(self) -> str:
+        return self._head_hash
+
+    @property
+    def balances(self) -> Mapping[str, int]:
+        """The balances table as committed (a copy)."""
+        return dict(self._balances)
+
+    def lookup(self, idempotency_key: str) -> AppendResult | None:
+        """The first result of the call that carried ``idempotency_key``, if any."""
+        self._check_open()
+        try:
+            row = self._conn.execute(
+                "SELECT first_seq, last_seq FROM idempotency WHERE key = ?", (idempotency_key,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
+        return None if row is None else AppendResult(int(row[0]), int(row[1]), duplicate=True)
+
+    def outbox_pending(self, limit: int = 100) -> list[OutboxRow]:
+        self._check_open()
+        try:
+            rows = self._conn.execute(
+                "SELECT id, seq, topic, payload, qos, retain FROM outbox ORDER BY id LIMIT ?",
+                (limit,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
+        return [
+            OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r)) for i, s, t, p, q, r in rows
+        ]
+
+    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query on the writer's connection (the link outbox)."""
+        with self._mutex:
+            self._check_open()
+            try:
+                return list(self._conn.execute(sql, args).fetchall())
+            except sqlite3.Error as exc:
+                raise translate(exc, self._path) from None
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the database and truncate it (call when idle)."""
+        self._check_open()
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._conn.close()
+        finally:
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerError(f"ledger {self._path} is closed")
