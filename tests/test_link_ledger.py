@@ -235,8 +235,9 @@ from tests.link_sim import SimTable, deliver, link_params
 
 params = link_params()
 path = Path(sys.argv[1])
+every = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
 tables = [SimTable(t) for t in sorted(params.tables)]
-with LinkLedger.open(path, params) as ledger:
+with LinkLedger.open(path, params, snapshot_every=every) as ledger:
     state, n = ledger.book, 0
     for t in tables:  # continue each table's sequence after what was applied
         t.seq = state.tables[t.table].hwm if t.table in state.tables else 0
@@ -253,10 +254,10 @@ with LinkLedger.open(path, params) as ledger:
 """
 
 
-def _kill_while_writing(path: Path, after_lines: int) -> int:
+def _kill_while_writing(path: Path, after_lines: int, snapshot_every: int = 5000) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)],
+        [sys.executable, "-c", WRITER, str(path), str(snapshot_every)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

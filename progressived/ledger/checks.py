@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from progressived.engine.core import evolve
@@ -150,10 +150,20 @@ def postings(path: Path | str, head: int, limit: int) -> list[Finding]:
     return found
 
 
-def latest_snapshot(path: Path | str, head: int) -> list[Finding]:
+def _table_balances(text: str) -> Mapping[str, int]:
+    return snapshot.loads(text).balances
+
+
+def latest_snapshot(
+    path: Path | str,
+    head: int,
+    balances_of: Callable[[str], Mapping[str, int]] = _table_balances,
+) -> list[Finding]:
     """The latest snapshot (the one recovery starts from): its balances must be the
     postings summed up to its row, in one SQL pass, so a forged one is caught without
-    ``--deep`` (which compares every snapshot's whole state with a replay)."""
+    ``--deep`` (which compares every snapshot's whole state with a replay).
+    ``balances_of`` reads a snapshot's balances (a link ledger's snapshots have their own
+    format)."""
     conn = open_read(path)
     try:
         snap = conn.execute(
@@ -163,7 +173,7 @@ def latest_snapshot(path: Path | str, head: int) -> list[Finding]:
             return []
         seq = int(snap[0])
         try:
-            saved = nonzero(snapshot.loads(str(snap[1])).balances)
+            saved = nonzero(balances_of(str(snap[1])))
         except (KeyError, TypeError, ValueError) as exc:
             return [(seq, SNAPSHOT_STATE, f"the latest snapshot cannot be read: {exc!r}")]
         posted = nonzero(

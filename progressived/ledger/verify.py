@@ -36,6 +36,7 @@ from progressived.ledger.heads import Head, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
 from progressived.link import audit as link_audit
+from progressived.link import snapshot as link_snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +207,10 @@ def _run(
     report.table_id = str(meta.get("table_id", ""))
     link = link_audit.is_link(meta)
     report.ledger_kind = "link" if link else "table"
+    # seq -> hash; the states are read one at a time by the replay (a link ledger's are
+    # megabytes each)
     snapshots = {
-        int(s): (str(h), str(t))
-        for s, h, t in conn.execute("SELECT seq, hash, state FROM snapshots ORDER BY seq")
+        int(s): str(h) for s, h in conn.execute("SELECT seq, hash FROM snapshots ORDER BY seq")
     }
     report.snapshots = len(snapshots)
     head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
@@ -230,7 +232,11 @@ def _run(
             threads.submit(checks.rows, path, table, middle, head, limit),
             threads.submit(checks.postings, path, head, limit),
         ]
-        if not link:  # a link ledger has none; replay() below says so if it has
+        if link:
+            jobs.append(
+                threads.submit(checks.latest_snapshot, path, head, link_snapshot.balances_of)
+            )
+        else:
             jobs.append(threads.submit(checks.latest_snapshot, path, head))
         if integrity:
             jobs.append(threads.submit(checks.integrity, path))
@@ -248,12 +254,11 @@ def _run(
             theirs, more, last, last_hash = second.result()
             found.extend(theirs)
             rows += more
-        if link:  # the book is rebuilt and every stored result compared, always
-            found.extend(link_audit.replay(conn, head, len(snapshots), limit))
+        if link:  # the book is rebuilt, every stored result and snapshot compared, always
+            found.extend(link_audit.replay(conn, head, sorted(snapshots), limit))
         elif replay:
-            found.extend(
-                checks.replay(conn, head, {s: t for s, (_, t) in snapshots.items()}, limit)
-            )
+            states = {int(s): str(t) for s, t in conn.execute("SELECT seq, state FROM snapshots")}
+            found.extend(checks.replay(conn, head, states, limit))
         for job in jobs:
             found.extend(job.result())
         balances = sums.result()

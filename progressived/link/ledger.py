@@ -3,23 +3,32 @@
 One SQLite file per link, written by one process (the ``PATH.lock`` flock), with the table
 ledger's schema, hash chain, WAL and ``synchronous=FULL`` (the code is
 :mod:`progressived.ledger`'s: opening, planning, committing). ``meta`` says
-``ledger_kind = link``. The rows are :mod:`progressived.link.journal`'s. Opening replays every
-``link_applied`` row through the pure book and checks each stored result and postings, so a
-restarted link answers a repeat exactly as before. :meth:`LinkLedger.commit` journals a batch
-of book steps in one transaction (group commit); a ``link_applied`` row's idempotency key is
-``TABLE:SEQ``, so SQLite itself refuses a table's sequence applied twice.
+``ledger_kind = link``. The rows are :mod:`progressived.link.journal`'s. Every
+:data:`~progressived.link.snapshot.EVERY` rows a commit also writes a snapshot of the book
+(:mod:`progressived.link.snapshot`) in the same transaction. Opening loads the latest
+snapshot that names its row's hash and replays the ``link_applied`` rows after it through
+the pure book, checking each stored result and postings, so a restarted link answers a
+repeat exactly as before; with no usable snapshot it replays every row (and logs why).
+:meth:`LinkLedger.commit` journals a batch of book steps in one transaction (group commit);
+a ``link_applied`` row's idempotency key is ``TABLE:SEQ``, so SQLite itself refuses a
+table's sequence applied twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from progressived.clock import utc_now
 from progressived.engine.events import Posting
@@ -32,12 +41,13 @@ from progressived.ledger.errors import (
     LedgerUnavailable,
 )
 from progressived.ledger.rows import Record, nonzero
-from progressived.link import book, journal
+from progressived.link import book, journal, snapshot
 from progressived.link import params as lp
 from progressived.link.messages import Head
 from progressived.link.state import Applied, BookState, Step
 
-NEVER = 2**62  # the link ledger keeps no snapshots: opening replays every row
+NEVER = 2**62  # the plan's own (table) snapshots are off: this module writes the link's
+TRIES = 3  # snapshots tried at open, newest first, before replaying every row
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -92,14 +102,36 @@ def records(steps: Sequence[tuple[Step, int]]) -> list[Record]:
     return out
 
 
+log = structlog.get_logger("progressived.link.ledger")
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How the book was rebuilt at open: from which snapshot (0: none, every row replayed),
+    how many rows after it were read, and how long it took."""
+
+    snapshot_seq: int
+    replayed: int
+    seconds: float
+    why_full: str = ""  # why no snapshot was used, when one exists
+
+
 class LinkLedger:
     """The link's ledger. :meth:`create` once, then :meth:`open`; one process writes."""
 
     def __init__(
-        self, path: Path, conn: sqlite3.Connection, lock_fd: int, params: lp.LinkParams
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        lock_fd: int,
+        params: lp.LinkParams,
+        snapshot_every: int = snapshot.EVERY,
     ) -> None:
         self.path = path
         self.params = params
+        self.snapshot_every = snapshot_every
+        self.recovery = Recovery(0, 0, 0.0)
+        self._since_snapshot = 0
         self._conn = conn
         self._lock_fd = lock_fd
         self._closed = False
@@ -121,6 +153,7 @@ class LinkLedger:
         at: str,
         software: str,
         created_by: Mapping[str, str] | None = None,
+        snapshot_every: int = snapshot.EVERY,
     ) -> None:
         """A new link ledger: ``link_created`` and a ``meter_opened`` per meter.
 
@@ -130,7 +163,7 @@ class LinkLedger:
         lp.validate(params)
         path = Path(path)
         who = dict(created_by or {})
-        ledger = cls._connect(path, params, at, software, "new")
+        ledger = cls._connect(path, params, at, software, "new", snapshot_every)
         try:
             with transaction(ledger._conn, path):
                 ledger._conn.executemany(
@@ -144,7 +177,7 @@ class LinkLedger:
             for spec in params.meters:
                 data, postings = journal.meter_opened(spec)
                 rows.append(_record("meter_opened", data, at, "system", "engine", None, postings))
-            ledger._write(rows, book.open_book(params))
+            ledger._write(rows, book.open_book(params), journal.params_to_dict(params))
         except BaseException:
             ledger.close()
             for leftover in ("", "-wal", "-shm", "-journal"):
@@ -155,16 +188,24 @@ class LinkLedger:
 
     @classmethod
     def open(
-        cls, path: Path, params: lp.LinkParams, *, at: str | None = None, software: str = ""
+        cls,
+        path: Path,
+        params: lp.LinkParams,
+        *,
+        at: str | None = None,
+        software: str = "",
+        snapshot_every: int = snapshot.EVERY,
     ) -> LinkLedger:
-        """Open, replay and check every row; journal changed parameters (``at``: now).
+        """Open: the latest snapshot plus the rows after it, replayed and checked (every row
+        without a usable snapshot); journal changed parameters (``at``: now).
+        :attr:`recovery` says how.
 
         :class:`LedgerMissing` for a missing or empty file, :class:`LedgerMismatch` for a
         table ledger, another link's or a foreign file, or a row that does not replay.
         """
         lp.validate(params)
         at = at or utc_now()
-        ledger = cls._connect(Path(path), params, at, software, "existing")
+        ledger = cls._connect(Path(path), params, at, software, "existing", snapshot_every)
         try:
             ledger._load()
             ledger._record_changes(at)
@@ -175,7 +216,13 @@ class LinkLedger:
 
     @classmethod
     def _connect(
-        cls, path: Path, params: lp.LinkParams, at: str, software: str, presence: str
+        cls,
+        path: Path,
+        params: lp.LinkParams,
+        at: str,
+        software: str,
+        presence: str,
+        snapshot_every: int,
     ) -> LinkLedger:
         try:
             chain.clean("link id", params.link_id)
@@ -195,7 +242,11 @@ class LinkLedger:
         except BaseException:
             os.close(fd)
             raise
-        ledger = cls(path, conn, fd, params)
+        if snapshot_every < 1:
+            os.close(fd)
+            conn.close()
+            raise LedgerError(f"snapshot_every must be at least 1, not {snapshot_every}")
+        ledger = cls(path, conn, fd, params, snapshot_every)
         try:
             meta = opening.prepare(
                 conn, path, params.link_id, at, software, presence, lambda: transaction(conn, path)
@@ -208,18 +259,79 @@ class LinkLedger:
         return ledger
 
     def _load(self) -> None:
-        """Rebuild the book from every row (the chain checked on the way)."""
+        """Rebuild the book: the latest usable snapshot and the rows after it, else every
+        row (the chain checked on the way, from the snapshot's row)."""
+        started = time.perf_counter()
+        found, why = self._snapshot()
+        if found is not None:
+            try:
+                self._replay(found, started)
+                return
+            except _ChainBroken:
+                raise  # the rows are at fault, whatever the snapshot holds
+            except LedgerMismatch as exc:  # the snapshot, or a row after it: see below
+                why = f"replaying from the snapshot at row {found[0]} failed: {exc}"
+                log.error(
+                    "link ledger snapshot refused: replaying every row",
+                    path=str(self.path),
+                    snapshot_seq=found[0],
+                    why=why,
+                )
+        self._replay(None, started, why)
+
+    def _snapshot(self) -> tuple[tuple[int, str, journal.Replay] | None, str]:
+        """The newest of the last :data:`TRIES` snapshots that names its row's hash and
+        reads back, as (seq, hash, the replay at that row); else ``None`` and why."""
         conn, path = self._conn, self.path
-        replay = journal.Replay()
+        why = "the ledger has no snapshot"
         try:
-            walk = chain.Walk()
-            for seq, _check, message in walk.breaks(conn.execute(chain.ROWS_SQL, (0, NEVER))):
-                raise LedgerMismatch(
+            listed = conn.execute(
+                "SELECT s.seq, s.hash, j.hash FROM snapshots s LEFT JOIN journal j "
+                "ON j.seq = s.seq ORDER BY s.seq DESC LIMIT ?",
+                (TRIES,),
+            ).fetchall()
+            for seq, snap_hash, row_hash in listed:
+                if snap_hash != row_hash:
+                    why = f"the snapshot at row {seq} does not name that row's hash"
+                else:
+                    (text,) = conn.execute(
+                        "SELECT state FROM snapshots WHERE seq = ?", (seq,)
+                    ).fetchone()
+                    try:
+                        recorded, state = snapshot.loads(str(text))
+                        replay = journal.Replay()
+                        replay.params = journal.params_from_dict(recorded)
+                        replay.recorded = journal.params_to_dict(replay.params)
+                        replay.state = state
+                        return (int(seq), str(snap_hash), replay), ""
+                    except (KeyError, TypeError, ValueError) as exc:  # SnapshotError too
+                        why = f"the snapshot at row {seq} cannot be read: {exc}"
+                log.warning(
+                    "link ledger snapshot unusable", path=str(path), snapshot_seq=seq, why=why
+                )
+        except sqlite3.Error as exc:
+            raise translate(exc, path) from None
+        return None, why
+
+    def _replay(
+        self, found: tuple[int, str, journal.Replay] | None, started: float, why: str = ""
+    ) -> None:
+        conn, path = self._conn, self.path
+        since, since_hash, replay = found if found is not None else (0, chain.GENESIS, None)
+        replay = replay or journal.Replay()
+        try:
+            walk = chain.Walk(since, since_hash)
+            for seq, _check, message in walk.breaks(conn.execute(chain.ROWS_SQL, (since, NEVER))):
+                raise _ChainBroken(
                     f"ledger {path}: row {seq}: {message} (run `progressivectl ledger verify`)"
                 )
             if walk.seq == 0:
                 raise LedgerMissing(f"link ledger {path} has no rows: it was never initialised")
-            for seq, kind, data in conn.execute("SELECT seq, kind, data FROM journal ORDER BY seq"):
+            replayed = 0
+            for seq, kind, data in conn.execute(
+                "SELECT seq, kind, data FROM journal WHERE seq > ? ORDER BY seq", (since,)
+            ):
+                replayed += 1
                 wrong = replay.row(str(kind), json.loads(data))
                 if wrong is not None:
                     raise LedgerMismatch(
@@ -238,6 +350,16 @@ class LinkLedger:
         self.book = replay.state
         self.head = Head(walk.seq, walk.hash)
         self._recorded = replay.recorded or {}
+        self._since_snapshot = walk.seq - since
+        self.recovery = Recovery(since, replayed, time.perf_counter() - started, why)
+        if found is None and walk.seq > self.snapshot_every:
+            log.warning(
+                "link ledger opened by replaying every row",
+                path=str(path),
+                rows=replayed,
+                seconds=round(self.recovery.seconds, 3),
+                why=why,
+            )
 
     def _record_changes(self, at: str) -> None:
         detail = journal.changed_detail(self._recorded, self.params)
@@ -251,8 +373,9 @@ class LinkLedger:
                 data, postings = journal.meter_opened(spec)
                 rows.append(_record("meter_opened", data, at, "system", "engine", None, postings))
                 state = journal.with_meters(state, postings, spec.id)
-        self._write(rows, state)
-        self._recorded = journal.params_to_dict(self.params)
+        recorded = journal.params_to_dict(self.params)
+        self._write(rows, state, recorded)
+        self._recorded = recorded
 
     # ------------------------------------------------------------------ writing
 
@@ -267,7 +390,12 @@ class LinkLedger:
             return
         self._write(records(steps), steps[-1][0].state)
 
-    def _write(self, rows: list[Record], state: BookState) -> None:
+    def _write(
+        self, rows: list[Record], state: BookState, recorded: Mapping[str, Any] | None = None
+    ) -> None:
+        """Commit ``rows`` leading to ``state`` (``recorded``: the link parameters as last
+        recorded once they are written, when these rows change them), with a snapshot of
+        ``state`` when :attr:`snapshot_every` rows have passed since the last one."""
         if self._closed:
             raise LedgerError(f"ledger {self.path} is closed")
         if self._stale:
@@ -286,6 +414,16 @@ class LinkLedger:
             raise LedgerError(
                 f"ledger {self.path}: refused: the book's balances differ from the postings"
             )
+        since = self._since_snapshot + len(planned.journal)
+        if since >= self.snapshot_every:
+            try:
+                text = snapshot.dumps(self._recorded if recorded is None else recorded, state)
+            except snapshot.SnapshotError as exc:
+                raise LedgerError(f"ledger {self.path}: refused: {exc}") from None
+            planned = dataclasses.replace(
+                planned, snapshot=(planned.head.seq, planned.head.hash, text)
+            )
+            since = 0
         try:
             commit(self._conn, planned, self.path)
         except LedgerUnavailable:
@@ -294,6 +432,7 @@ class LinkLedger:
         self._balances = dict(planned.head.balances)
         self.head = Head(planned.head.seq, planned.head.hash)
         self.book = state
+        self._since_snapshot = since
 
     def _reload(self) -> None:
         """After a failed write: if the file moved on, rebuild from it."""
@@ -319,6 +458,10 @@ class LinkLedger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _ChainBroken(LedgerMismatch):
+    """The hash chain breaks after the snapshot: no full replay would open the ledger."""
 
 
 def _check_meta(path: Path, meta: Mapping[str, str], link_id: str) -> None:
