@@ -74,6 +74,7 @@ def test_a_snapshot_round_trips_exactly_as_canonical_integer_json(tmp_path: Path
     rig.play()  # contributions, a reversal, a paid claim, a rejected one, hits, epochs
     t1 = rig.sites["t1"]
     rig.deliver([t1.contribute(n) for n in range(1, 12)])  # more than 8: oldest dropped
+    rig.deliver([t1.claim("straight-flush")])  # a standing hit (a rejected one names none)
     state = rig.link.book
     assert state.claims and state.groups and state.hits and state.contributions
     text = snapshot.dumps(rig.link._recorded, state)
