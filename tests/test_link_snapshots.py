@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -297,3 +298,72 @@ def test_sigkill_mid_commit_with_snapshots_reopens_to_the_full_replay(tmp_path: 
         report = verify(path)
         assert report.ok, report.problems
     assert len(snapshot_rows(path)) >= 3
+
+
+# -- docs/link.md's sqlite3 recipes ------------------------------------------------------------
+
+
+def link_recipes() -> dict[str, str]:
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "link.md").read_text()
+    return dict(re.findall(r"<!-- audit-(link-[a-z-]+) -->\n```sh\n(.*?)```", text, re.S))
+
+
+def run_recipe(code: str, db: Path) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        ["bash", "-c", code.replace("link.db", str(db))],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="needs the sqlite3 tool")
+def test_the_documented_snapshot_recipes_are_silent_and_catch_their_tamper(
+    tmp_path: Path,
+) -> None:
+    recipes = link_recipes()
+    assert set(recipes) == {
+        "link-snapshot-hash",
+        "link-snapshot-balances",
+        "link-snapshot-hwm",
+        "link-snapshot-results",
+    }
+    params = link_params()
+    path = tmp_path / "link.db"
+    fill(path, params, 330, every=100, group=20)
+    last = snapshot_rows(path)[-1]
+    for code in recipes.values():
+        assert run_recipe(code, path) == ""
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(path, pristine)
+
+    def edit(name: str, d: dict[str, Any]) -> None:
+        if name == "link-snapshot-balances":
+            d["balances"]["meter:pmg"] = 1
+        elif name == "link-snapshot-hwm":
+            d["tables"]["t2"]["hwm"] = 1
+        elif name == "link-snapshot-results":
+            d["tables"]["t3"]["results"][-1][2]["reason"] = "forged"
+
+    for name in recipes:  # link-snapshot-hash: the hash column instead, below
+        shutil.copy(pristine, path)
+        c = untriggered(path)
+        (text,) = c.execute("SELECT state FROM snapshots WHERE seq = ?", (last,)).fetchone()
+        data = json.loads(text)
+        edit(name, data)
+        forged = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        c.execute("UPDATE snapshots SET state = ? WHERE seq = ?", (forged, last))
+        if name == "link-snapshot-hash":
+            c.execute("UPDATE snapshots SET hash = ? WHERE seq = ?", ("0" * 64, last))
+        c.close()
+        assert run_recipe(recipes[name], path).startswith(str(last)), name
+        assert any(p.seq == last for p in verify(path).problems), name
