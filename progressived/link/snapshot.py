@@ -31,7 +31,7 @@ from progressived.link.state import (
 
 FORMAT = 1
 KIND = "link"
-EVERY = 5_000  # rows: opening replays at most about this many after the latest snapshot
+EVERY = 50_000  # rows: opening replays at most about this many after the latest snapshot
 
 
 class SnapshotError(ValueError):
