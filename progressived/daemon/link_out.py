@@ -222,11 +222,7 @@ class LinkBook:
             if ref is None or request is None:
                 return None
             if result.status != "applied":
-                refused = ClaimRefused(
-                    at=at, round=ref.round, seat=ref.seat, hand=ref.hand, meter=ref.meter,
-                    code=result.code, reason=result.reason[:200],
-                )  # fmt: skip
-                return MeterAnswered(events=(refused,), at=at, actor="link")
+                return _refused(ref, result, at)
             award = _award(result, message["claim"])
             if award is None:
                 return None
@@ -242,11 +238,7 @@ class LinkBook:
             if ref is None or not _awaiting_post(state, ref):
                 return None
             if result.status != "applied":
-                refused = ClaimRefused(
-                    at=at, round=ref.round, seat=ref.seat, hand=ref.hand, meter=ref.meter,
-                    code=result.code, reason=result.reason[:200],
-                )  # fmt: skip
-                return MeterAnswered(events=(refused,), at=at, actor="link")
+                return _refused(ref, result, at)
             award = _award(result, message["claim"])
             if award is None:
                 return None
@@ -292,3 +284,12 @@ def result_record(link_id: str, result: lm.Result, message_type: str, at: str) -
         "result": lm.to_dict(result),
     }
     return Record("link_result", detail, at, "link", None, 0, "system", None, None)
+
+
+def _refused(ref: ClaimRef, result: lm.Result, at: str) -> MeterAnswered:
+    """The link refused a claim or its confirmation: the claim leaves the round."""
+    refused = ClaimRefused(
+        at=at, round=ref.round, seat=ref.seat, hand=ref.hand, meter=ref.meter,
+        code=result.code, reason=result.reason[:200],
+    )  # fmt: skip
+    return MeterAnswered(events=(refused,), at=at, actor="link")
