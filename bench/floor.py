@@ -18,7 +18,7 @@ import aiomqtt
 
 from bench.measure import summary_ms
 from bench.stress import utc_now
-from progressived.broker import Mosquitto
+from progressived.testing.broker import Mosquitto
 
 
 async def mqtt_round_trips(broker: Mosquitto, n: int) -> list[float]:

@@ -33,8 +33,8 @@ from typing import Any
 import aiomqtt
 
 from bench.measure import summary_ms
-from progressived.broker import Mosquitto
-from progressived.link.messages import (
+from progressived.core.money import UNITS_PER_DOLLAR
+from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     Contribution,
@@ -49,15 +49,15 @@ from progressived.link.messages import (
     meter_topic,
     to_table_topic,
 )
-from progressived.money import UNITS_PER_DOLLAR
 from progressived.mqtt.config import NO_DELAY
+from progressived.testing.broker import Mosquitto
 from progressived.testing.config import render_toml
 
 LINK, METER, PREFIX = "link-a", "main", "progressive"
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 SEATS = 7  # wagers per contribution: a full table locking
 # The link's broker as docs/link.md configures it: room for the bursts of 50 tables
-# (progressived.broker.Mosquitto already sets set_tcp_nodelay, as docs/mqtt.md advises).
+# (progressived.testing.broker.Mosquitto already sets set_tcp_nodelay, as docs/mqtt.md advises).
 BROKER_CONFIG = "max_queued_messages 10000\n"
 
 

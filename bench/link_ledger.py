@@ -20,11 +20,11 @@ from typing import Any
 
 from bench.stress import utc_now
 from bench.throughput import _JOURNAL_COLUMNS, _bare_copy
-from progressived.link import book
-from progressived.link.config import load_link_config
-from progressived.link.ledger import LinkLedger
-from progressived.link.messages import Contribution, Head, MeterWagers
-from progressived.money import UNITS_PER_DOLLAR
+from progressived.core.money import UNITS_PER_DOLLAR
+from progressived.link.core import book
+from progressived.link.core.messages import Contribution, Head, MeterWagers
+from progressived.link.runtime.config import load_link_config
+from progressived.link.store.ledger import LinkLedger
 
 TABLES = 50
 SEATS = 7

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.stress import drive, utc_now
-from progressived.daemon_config import load_daemon_config
+from progressived.config.daemon import load_daemon_config
+from progressived.core.params import TableParams
 from progressived.engine import Command, Lock, Reconcile, Sensors, decide
 from progressived.ledger import Batch, Ledger
-from progressived.params import TableParams
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -48,7 +48,7 @@ from bench.memory import bench_memory
 from bench.report import print_table, verdicts
 from bench.startup import bench_startup_idle
 from bench.throughput import bench_throughput
-from progressived.broker import Mosquitto
+from progressived.testing.broker import Mosquitto
 
 # This module is the runner (sections, counts, the command line); each section is measured by
 # its own module (bench/floor.py, latency.py, throughput.py, memory.py, startup.py), summarised

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
+from progressived.config.paytables import find_paytable
+from progressived.core.params import MeterParams, TableParams
 from progressived.engine import (
     Command,
     Confirm,
@@ -34,8 +36,6 @@ from progressived.engine import (
 )
 from progressived.engine.state import TableState
 from progressived.ledger import AppendResult, Batch, Ledger
-from progressived.params import MeterParams, TableParams
-from progressived.paytable import find_paytable
 
 
 def utc_now() -> str:

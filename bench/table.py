@@ -10,9 +10,9 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from progressived.broker import Mosquitto
 from progressived.testing import config as rig_config
 from progressived.testing.board import simulator_factory
+from progressived.testing.broker import Mosquitto
 from progressived.testing.rig import Table
 from progressived.testing.rig import table as rig_table
 

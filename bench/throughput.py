@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.stress import utc_now
+from progressived.config.paytables import find_paytable
+from progressived.core.params import MeterParams, TableParams
 from progressived.engine import LinkedWagers, decide
 from progressived.ledger import Batch, Ledger
-from progressived.params import MeterParams, TableParams
-from progressived.paytable import find_paytable
 
 
 def linked_params() -> TableParams:

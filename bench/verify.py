@@ -106,7 +106,7 @@ def grow_ledger(ledger: Path, config: Path, rows: int) -> None:
     """Append at least ``rows`` rows of random valid play (bench.stress.drive, group commit),
     with idempotency keys of their own (so a ledger can be grown more than once)."""
     from bench.stress import drive, utc_now
-    from progressived.daemon_config import load_daemon_config
+    from progressived.config.daemon import load_daemon_config
     from progressived.ledger import Ledger
 
     params = load_daemon_config(config).params

@@ -22,8 +22,8 @@ import aiohttp
 import aiomqtt
 
 from bench.table import rss_bytes
-from progressived.broker import Mosquitto, free_port, wait_for_port
-from progressived.websign.model import dollars
+from progressived.signs.web.model import dollars
+from progressived.testing.broker import Mosquitto, free_port, wait_for_port
 
 MB = 1024 * 1024
 TABLES = 8

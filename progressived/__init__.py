@@ -2,8 +2,8 @@
 
 The package is layered so that data flows one way, board -> engine -> ledger -> outbox -> signs:
 
-* ``progressived.money``, ``progressived.paytable_model``, ``progressived.params``,
-  ``progressived.keypad`` (the interpreter) and ``progressived.engine`` are pure: no I/O, no
+* ``progressived.core.money``, ``progressived.core.paytable``, ``progressived.core.params``,
+  ``progressived.board.keypad`` (the interpreter) and ``progressived.engine`` are pure: no I/O, no
   clock, no randomness (tests/test_layering.py follows their imports transitively).
 * everything else is an adapter around that core (docs/architecture.md).
 """

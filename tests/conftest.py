@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from progressived.broker import Mosquitto
+from progressived.testing.broker import Mosquitto
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYTABLES = ROOT / "config" / "paytables"

@@ -9,9 +9,9 @@ import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from progressived.broker import Mosquitto
 from progressived.testing import config as rig_config
 from progressived.testing.board import simulator_factory
+from progressived.testing.broker import Mosquitto
 from progressived.testing.rig import Table, init_ledger
 from progressived.testing.rig import table as rig_table
 from tests.mqtt_schemas import problems

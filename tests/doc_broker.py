@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from progressived.broker import Mosquitto, wait_for_port
+from progressived.testing.broker import Mosquitto, wait_for_port
 from tests.mqtt_schemas import MQTT_DOC
 
 PASSWORDS = {

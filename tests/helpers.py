@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from progressived.config.paytables import find_paytable
+from progressived.core.money import UNITS_PER_CENT, UNITS_PER_DOLLAR
+from progressived.core.params import AboveLimit, MeterParams, Policy, TableParams
 from progressived.engine import Command, Decision, TableState, accounts, decide, initial_state
-from progressived.money import UNITS_PER_CENT, UNITS_PER_DOLLAR
-from progressived.params import AboveLimit, MeterParams, Policy, TableParams
-from progressived.paytable import find_paytable
-from progressived.simulate import Simulation
+from progressived.engine.simulate import Simulation
 from tests.conftest import PAYTABLES
 
 DOLLAR = UNITS_PER_DOLLAR

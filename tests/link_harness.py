@@ -12,16 +12,16 @@ from typing import Any
 
 import aiomqtt
 
-from progressived.broker import Mosquitto
-from progressived.link.config import LinkConfig, link_config_from
-from progressived.link.controller import LinkController
-from progressived.link.messages import (
+from progressived.link.core.messages import (
     LinkMessage,
     TableMessage,
     decode_link,
     encode,
     from_table_topic,
 )
+from progressived.link.runtime.config import LinkConfig, link_config_from
+from progressived.link.runtime.controller import LinkController
+from progressived.testing.broker import Mosquitto
 from tests.conftest import ROOT
 from tests.link_ledger_stub import MemoryJournal
 

@@ -1,6 +1,6 @@
-"""A stand-in for the link ledger (progressived/link/ledger.py, built separately) in memory.
+"""A stand-in for the link ledger (progressived/link/store/ledger.py, built separately) in memory.
 
-It keeps the :class:`progressived.link.ports.LinkJournal` contract the controller relies
+It keeps the :class:`progressived.link.core.ports.LinkJournal` contract the controller relies
 on: one ``commit`` per batch, all or nothing (``fail`` makes it raise LedgerUnavailable
 and change nothing), ``book`` and ``head`` as of the last commit, a hash-chained row per
 journaled event. Only tests use it; the real ledger replaces it on merge.
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from progressived.ledger import LedgerUnavailable
-from progressived.link import book
-from progressived.link import params as lp
-from progressived.link.messages import Head, to_dict
-from progressived.link.state import Applied, BookState, Step
+from progressived.link.core import book
+from progressived.link.core import params as lp
+from progressived.link.core.messages import Head, to_dict
+from progressived.link.core.state import Applied, BookState, Step
 
 GENESIS = "0" * 64
 

@@ -3,7 +3,7 @@
 Each :class:`Site` is a table's real ledger (:class:`progressived.ledger.Ledger`) that
 journals ``link_sent`` and ``link_result`` rows as docs/link.md asks of the table side, its
 messages carrying its real ledger head; :class:`Rig` delivers them to a real
-:class:`~progressived.link.ledger.LinkLedger` by group commits and hands the results back.
+:class:`~progressived.link.store.ledger.LinkLedger` by group commits and hands the results back.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from progressived.ledger import Ledger, chain
-from progressived.link import book
-from progressived.link.ledger import LinkLedger
-from progressived.link.messages import (
+from progressived.link.core import book
+from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     ClaimReject,
@@ -30,7 +29,8 @@ from progressived.link.messages import (
     encode,
     to_dict,
 )
-from progressived.link.state import Step
+from progressived.link.core.state import Step
+from progressived.link.store.ledger import LinkLedger
 from tests import helpers
 from tests.link_sim import METER, WAGER, link_params
 

@@ -12,9 +12,10 @@ import hashlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from progressived.link import book
-from progressived.link import params as lp
-from progressived.link.messages import (
+from progressived.core.money import UNITS_PER_DOLLAR
+from progressived.link.core import book
+from progressived.link.core import params as lp
+from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     ClaimReject,
@@ -25,8 +26,7 @@ from progressived.link.messages import (
     Reversal,
     TableMessage,
 )
-from progressived.link.state import BookState, Step
-from progressived.money import UNITS_PER_DOLLAR
+from progressived.link.core.state import BookState, Step
 
 METER = "pmg"
 WAGER = UNITS_PER_DOLLAR
@@ -136,7 +136,7 @@ class SimTable:
 
 def deliver(params: lp.LinkParams, state: BookState, msg: TableMessage, at_ms: int = 0) -> Step:
     """Hand one message to the book as the adapter would (bytes, from the sender's topic)."""
-    from progressived.link.messages import encode
+    from progressived.link.core.messages import encode
 
     return book.receive(
         params, state, encode(msg), topic_table=msg.table, at_ms=at_ms, head=LINK_HEAD

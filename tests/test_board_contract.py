@@ -1,7 +1,7 @@
 """The board contract is driver-neutral and drivers are loaded lazily.
 
 A board without key sequence numbers, acknowledgements or frame counters can be written
-against :mod:`progressived.board` alone; the daemon imports the configured driver only when
+against :mod:`progressived.board.driver` alone; the daemon imports the configured driver only when
 it needs it, and nothing of pyserial before the driver is created.
 """
 
@@ -15,17 +15,17 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
-from progressived.board import (
+from progressived.board.driver import (
     BoardDriver,
     BoardEvent,
     BoardOnline,
     KeyPressed,
     SensorsReported,
 )
-from progressived.broker import Mosquitto
-from progressived.daemon_config import load_daemon_config
-from progressived.lights import Light
-from progressived.service import Controller
+from progressived.board.lights import Light
+from progressived.config.daemon import load_daemon_config
+from progressived.daemon.service import Controller
+from progressived.testing.broker import Mosquitto
 from tests.daemon_harness import init_ledger, write_config
 
 
@@ -103,15 +103,15 @@ async def test_a_board_without_key_numbers_drives_a_round(
 def test_the_serial_driver_is_imported_only_when_created(tmp_path: Path) -> None:
     script = """
 import json, sys
-from progressived.board import available_drivers, load_driver_factory
+from progressived.board.driver import available_drivers, load_driver_factory
 names = available_drivers()
-before = sorted(m for m in ("drivers.plugins", "drivers.serial_board", "serial_asyncio_fast")
+before = sorted(m for m in ("progressived_drivers.plugins", "progressived_drivers.serial_board", "serial_asyncio_fast")
                 if m in sys.modules)
 factory = load_driver_factory("serial")
 settings = factory.validate({"port": "/dev/null"})
-validated = sorted(m for m in ("drivers.serial_board", "serial_asyncio_fast") if m in sys.modules)
+validated = sorted(m for m in ("progressived_drivers.serial_board", "serial_asyncio_fast") if m in sys.modules)
 factory.create(settings)
-created = "drivers.serial_board" in sys.modules and "serial_asyncio_fast" in sys.modules
+created = "progressived_drivers.serial_board" in sys.modules and "serial_asyncio_fast" in sys.modules
 print(json.dumps([names, before, validated, created, settings.seats]))
 """
     out = subprocess.run(
@@ -127,8 +127,8 @@ print(json.dumps([names, before, validated, created, settings.seats]))
 
 def test_the_daemon_modules_never_import_a_driver() -> None:
     script = (
-        "import sys, progressived.service, progressived.cli.daemon\n"
-        "print(sorted(m for m in sys.modules if m == 'drivers' or m.startswith('drivers.')))"
+        "import sys, progressived.daemon.service, progressived.cli.daemon\n"
+        "print(sorted(m for m in sys.modules if m == 'progressived_drivers' or m.startswith('progressived_drivers.')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
@@ -138,5 +138,5 @@ def test_the_daemon_modules_never_import_a_driver() -> None:
 
 def test_py_typed_markers_ship_with_both_packages() -> None:
     root = Path(__file__).resolve().parent.parent
-    for package in ("progressived", "drivers"):
-        assert (root / package / "py.typed").is_file()
+    for package in (root / "progressived", root / "drivers" / "progressived_drivers"):
+        assert (package / "py.typed").is_file()

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import structlog
+from progressived_drivers import protocol as p
+from progressived_drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported
+from progressived_drivers.board_sim import BoardSimulator
+from progressived_drivers.serial_board import BoardSettings, SerialBoardDriver
+from progressived_drivers.wire_log import WireErrorLog, hex_sample
 from structlog.testing import capture_logs
 
-from drivers import protocol as p
-from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported
-from drivers.board_sim import BoardSimulator
-from drivers.serial_board import BoardSettings, SerialBoardDriver
-from drivers.wire_log import WireErrorLog, hex_sample
-from progressived.lights import Light
+from progressived.board.lights import Light
 from tests.test_serial_driver import HB, Rig, make_rig, until
 
 

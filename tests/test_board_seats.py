@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from progressived_drivers import protocol as p
+from progressived_drivers.base import BoardOffline, BoardOnline, SensorsReported
+from progressived_drivers.board_sim import BoardSimulator
+from progressived_drivers.serial_board import BoardSettings, SerialBoardDriver
 from structlog.testing import capture_logs
 
-from drivers import protocol as p
-from drivers.base import BoardOffline, BoardOnline, SensorsReported
-from drivers.board_sim import BoardSimulator
-from drivers.serial_board import BoardSettings, SerialBoardDriver
-from progressived.lights import Light
+from progressived.board.lights import Light
 from tests.test_serial_driver import HB, Rig, make_rig, until
 
 # the daemon lights every seat of a 7-seat table

@@ -11,19 +11,25 @@ import sys
 from pathlib import Path
 
 import pytest
+from progressived_drivers import protocol as p
+from progressived_drivers.base import (
+    BoardOffline,
+    BoardOnline,
+    KeyPressed,
+    SensorsReported,
+    SupervisorKey,
+)
+from progressived_drivers.board_link import BoardLink
+from progressived_drivers.board_sim import BoardSimulator, SimCommandError
+from progressived_drivers.serial_board import BoardSettings, SerialBoardDriver
 
-from drivers import protocol as p
-from drivers.base import BoardOffline, BoardOnline, KeyPressed, SensorsReported, SupervisorKey
-from drivers.board_link import BoardLink
-from drivers.board_sim import BoardSimulator, SimCommandError
-from drivers.serial_board import BoardSettings, SerialBoardDriver
+from progressived.board.keypad import KeypadInterpreter, OutcomeKind
+from progressived.board.lights import Light, lights
+from progressived.config.keypad import KeypadMap
+from progressived.config.paytables import find_paytable
+from progressived.core.params import MeterParams, TableParams
 from progressived.engine import Command, Sensors, TableState, decide, initial_state
 from progressived.engine.state import Phase
-from progressived.keypad import KeypadInterpreter, OutcomeKind
-from progressived.keypad_map import KeypadMap
-from progressived.lights import Light, lights
-from progressived.params import MeterParams, TableParams
-from progressived.paytable import find_paytable
 
 HB = 0.05
 CTL = [sys.executable, "-m", "progressived.cli.ctl", "simulate-board"]

@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from drivers.board_link import BoardLink
-from drivers.board_sim import BoardSimulator
-from drivers.board_test import BoardTester, Report
+from progressived_drivers.board_link import BoardLink
+from progressived_drivers.board_sim import BoardSimulator
+from progressived_drivers.board_test import BoardTester, Report
 
 
 async def _run(faults: tuple[str, ...] = ()) -> Report:

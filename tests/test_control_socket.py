@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from progressived.control import request
+from progressived.runtime.control import request
 from tests.daemon_harness import table
 from tests.test_cli_faults import CTL, closed_pipe_run, one_line
 

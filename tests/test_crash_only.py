@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from progressived.board import BoardEvent, KeyPressed
-from progressived.broker import Mosquitto
-from progressived.daemon_config import load_daemon_config
-from progressived.lights import Light
-from progressived.service import Controller
+from progressived.board.driver import BoardEvent, KeyPressed
+from progressived.board.lights import Light
+from progressived.config.daemon import load_daemon_config
+from progressived.daemon.service import Controller
+from progressived.testing.broker import Mosquitto
 from tests.daemon_harness import init_ledger, write_config
 
 

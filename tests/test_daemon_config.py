@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from progressived.cli.daemon import main
-from progressived.daemon_config import load_daemon_config
-from progressived.table_config import ConfigError
+from progressived.config.daemon import load_daemon_config
+from progressived.config.table import ConfigError
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "config" / "progressived.toml"

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from progressived.config.paytables import Cards, PaytableError, load_all, load_paytable
+from progressived.core.params import TableParams
 from progressived.engine import KeyHand, Lock, Sensors, TableState, decide
 from progressived.engine.deck import CHAINS, Guard, guard_for, row_classes
 from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
 from progressived.par import deck, deck_boards, five_card, holdem, three_card
 from progressived.par.cards import DECK, SUITS
-from progressived.params import TableParams
-from progressived.paytable import Cards, PaytableError, load_all, load_paytable
 from tests.conftest import PAYTABLES
 from tests.helpers import fresh, run, table
 

@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from progressived.demo_console import daemon_problem, narrate
-from progressived.sign_screen import HOME_CLEAR
+from progressived.demo.console import daemon_problem, narrate
+from progressived.signs.screen import HOME_CLEAR
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]

@@ -34,19 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from progressived_drivers import protocol as p
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from drivers import protocol as p
 from progressived.cli import ctl, daemon
-from progressived.daemon_config import _DaemonModel, daemon_config_from, load_daemon_config
+from progressived.config.daemon import _DaemonModel, daemon_config_from, load_daemon_config
+from progressived.config.keypad import KeypadMap
+from progressived.config.paytables import load_paytable
+from progressived.config.table import ConfigError, ProgressiveConfig
+from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
-from progressived.keypad_map import KeypadMap
-from progressived.link.config import LinkSection, link_config_from
-from progressived.metrics import LINK_METRICS
+from progressived.link.runtime.config import LinkSection, link_config_from
 from progressived.mqtt.payloads import event_payload
-from progressived.paytable import load_paytable
-from progressived.table_config import ConfigError, ProgressiveConfig
 from tests.conftest import ROOT
 from tests.mqtt_schemas import MQTT_DOC, documented_event_kinds, problems
 from tests.test_mqtt_schema import engine_events, undocumented_not_published
@@ -261,7 +261,7 @@ def unread_keys() -> set[str]:
     only copies sections into the config)."""
     read: set[str] = set()
     for path in [*(ROOT / "progressived").rglob("*.py"), *(ROOT / "drivers").rglob("*.py")]:
-        if path == ROOT / "progressived" / "daemon_config.py":
+        if path == ROOT / "progressived" / "config" / "daemon.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):

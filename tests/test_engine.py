@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import pytest
 
+from progressived.config.paytables import paytable_from_mapping
+from progressived.core.params import AboveLimit, MeterParams, Policy
 from progressived.engine import (
     Confirm,
     KeyHand,
@@ -26,8 +28,6 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.commands import Command, SamePlayer
-from progressived.params import AboveLimit, MeterParams, Policy
-from progressived.paytable import paytable_from_mapping
 from tests.helpers import CENT, DOLLAR, fresh, meter, reserve, run, sim, table
 
 

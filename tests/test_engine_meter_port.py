@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from progressived.board.lights import Light, lights
+from progressived.core.params import Policy, TableParams
 from progressived.engine import (
     LOCAL_BOOK,
     Accepted,
@@ -36,8 +38,6 @@ from progressived.engine.meter_port import (
     PostAward,
     ReserveAwards,
 )
-from progressived.lights import Light, lights
-from progressived.params import Policy, TableParams
 from tests.helpers import fresh, table
 
 

@@ -15,6 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from progressived.config.paytables import Paytable, find_paytable, paytable_from_mapping
+from progressived.core.money import UNITS_PER_CENT
+from progressived.core.params import AboveLimit, MeterParams, Policy, TableParams
 from progressived.engine import (
     AdjustMeter,
     Confirm,
@@ -35,9 +38,6 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.commands import Command
-from progressived.money import UNITS_PER_CENT
-from progressived.params import AboveLimit, MeterParams, Policy, TableParams
-from progressived.paytable import Paytable, find_paytable, paytable_from_mapping
 from tests.conftest import PAYTABLES
 
 PAYTABLE_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("progressived", "drivers")
+PACKAGES = ("progressived", "drivers/progressived_drivers")
 
 
 def module_name(path: Path) -> str:
@@ -91,17 +91,17 @@ def test_the_graph_sees_imports_under_type_checking_and_relative_ones(tmp_path: 
     source = tmp_path / "mod.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from progressived.service import Controller\n"
-        "from . import money\n"
-        "def f():\n    import progressived.clock\n"
+        "if TYPE_CHECKING:\n    from progressived.daemon.service import Controller\n"
+        "from ..core import money\n"
+        "def f():\n    import progressived.runtime.clock\n"
     )
-    known = {"progressived.service", "progressived.money", "progressived.clock"}
-    got = imported(source, "progressived.operator", known)
+    known = {"progressived.daemon.service", "progressived.core.money", "progressived.runtime.clock"}
+    got = imported(source, "progressived.daemon.operator", known)
     assert got == known
 
 
 def test_no_import_cycle_among_project_modules() -> None:
     edges = graph()
-    assert "progressived.service" in edges and "progressived.daemon.journal" in edges
+    assert "progressived.daemon.service" in edges and "progressived.daemon.journal" in edges
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

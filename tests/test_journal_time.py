@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from progressived.clock import JournalClock
+from progressived.runtime.clock import JournalClock
 from tests.daemon_harness import table
 
 

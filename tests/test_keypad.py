@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from progressived_drivers.base import KeyPressed, SupervisorKey
 
-from drivers.base import KeyPressed, SupervisorKey
+from progressived.board.keypad import KeyOutcome, KeypadError, KeypadInterpreter, OutcomeKind
+from progressived.config.keypad import KeypadMap, keypad_from_config, load_keypad
+from progressived.config.paytables import find_paytable
+from progressived.config.table import ConfigError
+from progressived.core.params import MeterParams, TableParams
 from progressived.engine import (
     Confirm,
     KeyHand,
@@ -20,11 +25,6 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.state import Phase
-from progressived.keypad import KeyOutcome, KeypadError, KeypadInterpreter, OutcomeKind
-from progressived.keypad_map import KeypadMap, keypad_from_config, load_keypad
-from progressived.params import MeterParams, TableParams
-from progressived.paytable import find_paytable
-from progressived.table_config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 AT = "2026-11-21T19:00:00Z"

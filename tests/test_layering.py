@@ -19,10 +19,10 @@ from tests.conftest import ROOT
 
 PURE = [
     "progressived/engine",
-    "progressived/money.py",
-    "progressived/params.py",
-    "progressived/paytable_model.py",
-    "progressived/keypad.py",
+    "progressived/core/money.py",
+    "progressived/core/params.py",
+    "progressived/core/paytable.py",
+    "progressived/board/keypad.py",
 ]
 IO_MODULES = {
     "asyncio",
@@ -45,7 +45,7 @@ IO_MODULES = {
 }
 # Reading files and validating them is the loaders' job, never the engine's.
 ENGINE_FORBIDDEN = IO_MODULES | {"tomllib", "pathlib", "io", "pydantic", "shutil", "tempfile"}
-ALLOWED_IN_PURE = {"progressived.keypad": {"datetime"}}  # parses the command's own timestamp
+ALLOWED_IN_PURE = {"progressived.board.keypad": {"datetime"}}  # parses the command's own timestamp
 
 
 def _module_path(module: str) -> Path | None:
@@ -165,10 +165,10 @@ def test_the_engine_imports_no_io_even_indirectly(module: str) -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "progressived.money",
-        "progressived.params",
-        "progressived.paytable_model",
-        "progressived.keypad",
+        "progressived.core.money",
+        "progressived.core.params",
+        "progressived.core.paytable",
+        "progressived.board.keypad",
     ],
 )
 def test_the_rest_of_the_pure_core_imports_no_io_even_indirectly(module: str) -> None:
@@ -213,9 +213,9 @@ def test_the_engine_depends_on_nothing_outside_the_core() -> None:
     core = {
         "progressived",
         "progressived.engine",
-        "progressived.money",
-        "progressived.params",
-        "progressived.paytable_model",
+        "progressived.core.money",
+        "progressived.core.params",
+        "progressived.core.paytable",
     }
     for module in engine_modules():
         for reached, chain in import_chains(module).items():
@@ -225,5 +225,5 @@ def test_the_engine_depends_on_nothing_outside_the_core() -> None:
 
 def test_progressived_never_imports_drivers() -> None:
     for path in files("progressived"):
-        bad = {m for m in imports(path) if m == "drivers" or m.startswith("drivers.")}
+        bad = {m for m in imports(path) if m == "progressived_drivers" or m.startswith("progressived_drivers.")}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.stress import demo_params, drive
+from progressived.core.params import MeterParams, TableParams
 from progressived.engine import Confirm, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.accounts import identity_gap
 from progressived.engine.state import Phase, TableState
@@ -24,7 +25,6 @@ from progressived.ledger import (
 )
 from progressived.ledger.schema import SCHEMA_VERSION
 from progressived.ledger.verify import verify
-from progressived.params import MeterParams, TableParams
 
 AT = "2026-11-21T19:00:00.000000Z"
 

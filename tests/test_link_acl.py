@@ -19,9 +19,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from progressived.broker import Mosquitto, wait_for_port
-from progressived.link import book
-from progressived.link import messages as m
+from progressived.link.core import book
+from progressived.link.core import messages as m
+from progressived.testing.broker import Mosquitto, wait_for_port
 from tests.doc_broker import doc_block
 from tests.link_sim import LINK_HEAD, SimTable, link_params
 

@@ -8,10 +8,11 @@ from math import floor
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from progressived.core.money import UNITS_PER_CENT, truncate_to_cent
 from progressived.engine import accounts
-from progressived.link import book, effects
-from progressived.link import params as lp
-from progressived.link.messages import (
+from progressived.link.core import book, effects
+from progressived.link.core import params as lp
+from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     Contribution,
@@ -20,8 +21,7 @@ from progressived.link.messages import (
     TableMessage,
     encode,
 )
-from progressived.link.state import BookState, Step
-from progressived.money import UNITS_PER_CENT, truncate_to_cent
+from progressived.link.core.state import BookState, Step
 from tests.link_sim import LINK_HEAD, METER, SEED, WAGER, SimTable, deliver, head_of, link_params
 
 MA, RA, PA = accounts.meter(METER), accounts.reserve(METER), accounts.pending(METER)
@@ -400,8 +400,8 @@ def test_the_link_book_imports_no_io_clock_or_randomness() -> None:
     forbidden = {"asyncio", "socket", "sqlite3", "aiomqtt", "paho", "time", "datetime",
                  "random", "secrets", "os", "io", "pathlib", "tomllib", "subprocess",
                  "threading", "structlog", "prometheus_client", "pydantic"}  # fmt: skip
-    allowed_progressived = ("progressived.link", "progressived.money", "progressived.engine.")
-    folder = Path(__file__).parent.parent / "progressived" / "link"
+    allowed_progressived = ("progressived.link", "progressived.core.money", "progressived.engine.")
+    folder = Path(__file__).parent.parent / "progressived" / "link" / "core"
     # The pure part; the adapters beside it (config, controller, mqtt_adapter, metrics,
     # ledger) do the I/O.
     pure = ("__init__", "messages", "schemas", "book", "effects", "state", "params", "batch",

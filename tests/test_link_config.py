@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from progressived.cli import daemon
-from progressived.link.config import link_config_from, load_link_config
-from progressived.table_config import ConfigError
+from progressived.config.table import ConfigError
+from progressived.link.runtime.config import link_config_from, load_link_config
 from tests.conftest import ROOT
 from tests.link_harness import link_data
 

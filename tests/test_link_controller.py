@@ -12,9 +12,9 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from progressived.broker import Mosquitto
-from progressived.control import request
-from progressived.link.messages import Contribution, MeterWagers, encode
+from progressived.link.core.messages import Contribution, MeterWagers, encode
+from progressived.runtime.control import request
+from progressived.testing.broker import Mosquitto
 from tests.link_harness import TableClient, link_config, running, until
 from tests.link_sim import SimTable, head_of
 

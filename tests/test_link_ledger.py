@@ -19,8 +19,8 @@ import pytest
 from progressived.cli.ctl import main
 from progressived.ledger import LedgerError, LedgerExists, LedgerMismatch, LedgerMissing
 from progressived.ledger.verify import verify
-from progressived.link import params as lp
-from progressived.link.ledger import LinkLedger
+from progressived.link.core import params as lp
+from progressived.link.store.ledger import LinkLedger
 from tests.conftest import ROOT
 from tests.link_rig import AT, Rig, rehash_from, untriggered
 from tests.link_sim import SimTable, deliver, link_params
@@ -121,8 +121,7 @@ def test_refusals_are_journaled_and_change_nothing(tmp_path: Path) -> None:
     params = link_params()
     LinkLedger.create(tmp_path / "l.db", params, at=AT, software="t")
     with LinkLedger.open(tmp_path / "l.db", params) as ledger:
-        from progressived.link import book
-
+        from progressived.link.core import book
         step = book.receive(
             params, ledger.book, b"{not json", topic_table="t1", at_ms=1, head=ledger.head
         )
@@ -230,7 +229,7 @@ def test_a_consistently_rewritten_result_fails_the_replay(
 WRITER = """
 import sys
 from pathlib import Path
-from progressived.link.ledger import LinkLedger
+from progressived.link.store.ledger import LinkLedger
 from tests.link_sim import SimTable, deliver, link_params
 
 params = link_params()
@@ -308,8 +307,7 @@ def test_every_applied_row_is_stored_as_dumps_of_its_data(rig: Rig) -> None:
     and the result's canonical bytes (journal.applied_text); the text must be exactly what
     the ledger's own encoder makes of the row's data, or the hash chain's meaning drifts."""
     from progressived.ledger.rows import dumps
-    from progressived.link import journal
-
+    from progressived.link.core import journal
     conn = sqlite3.connect(rig.link_path)
     rows = conn.execute("SELECT data FROM journal WHERE kind = 'link_applied'").fetchall()
     conn.close()

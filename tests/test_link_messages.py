@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from progressived.link import messages as m
-from progressived.link.schemas import all_schemas, schema
+from progressived.link.core import messages as m
+from progressived.link.core.schemas import all_schemas, schema
 
 ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,20}\Z")
 hashes = st.from_regex(r"\A[0-9a-f]{64}\Z")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from progressived.link.messages import Claim, Contribution, MeterWagers, Result
+from progressived.link.core.messages import Claim, Contribution, MeterWagers, Result
 from progressived.testing.config import render_toml
 from tests.link_harness import TableClient, until
 from tests.link_sim import head_of

@@ -12,7 +12,7 @@ import pytest
 
 from progressived.cli.ctl import main
 from progressived.ledger.verify import verify
-from progressived.link.messages import to_dict
+from progressived.link.core.messages import to_dict
 from tests.link_rig import Rig, rehash_from, untriggered
 
 

@@ -17,9 +17,10 @@ from structlog.testing import capture_logs
 
 from progressived.cli.ctl import main
 from progressived.ledger.verify import verify
-from progressived.link import audit, snapshot
-from progressived.link.ledger import LinkLedger
-from progressived.link.params import LinkParams
+from progressived.link.core import snapshot
+from progressived.link.core.params import LinkParams
+from progressived.link.store import audit
+from progressived.link.store.ledger import LinkLedger
 from tests.link_rig import AT, Rig, untriggered
 from tests.link_sim import SimTable, deliver, link_params
 from tests.test_link_ledger import _kill_while_writing

@@ -24,11 +24,11 @@ from typing import Any
 import aiomqtt
 from prometheus_client.parser import text_string_to_metric_families
 
-from progressived.broker import free_port
-from progressived.control import request
 from progressived.ledger.verify import verify
-from progressived.link.messages import Head, Result, decode_table, encode
+from progressived.link.core.messages import Head, Result, decode_table, encode
+from progressived.runtime.control import request
 from progressived.testing.board import simulator_factory
+from progressived.testing.broker import free_port
 from progressived.testing.config import RigConfig
 from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import Table

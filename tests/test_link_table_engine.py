@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from progressived.core.params import MeterParams, TableParams
 from progressived.daemon.link_out import LinkBook
 from progressived.engine import Accepted, Decision, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.commands import Confirm, SetClosed
@@ -17,8 +18,7 @@ from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger import Ledger
 from progressived.ledger.snapshot import dumps, loads
 from progressived.ledger.verify import verify
-from progressived.link import messages as lm
-from progressived.params import MeterParams, TableParams
+from progressived.link.core import messages as lm
 from tests.helpers import table
 
 HASH = "ab" * 32

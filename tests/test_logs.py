@@ -8,7 +8,7 @@ import logging
 
 import structlog
 
-from progressived import logs
+from progressived.runtime import logs
 
 
 def test_json_lines_carry_a_priority_prefix_and_the_bound_context() -> None:

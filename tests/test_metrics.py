@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from progressived.broker import free_port
+from progressived.testing.broker import free_port
 from tests.daemon_harness import TABLE, table
 
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from progressived.money import (
+from progressived.core.money import (
     UNITS_PER_CENT,
     MoneyError,
     cents,

@@ -20,8 +20,8 @@ import pytest
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics, meter_payload
 from progressived.mqtt.publisher import SignPublisher
-from progressived.sign import run_sign
-from progressived.sign_broker import BrokerLogin, not_authorised
+from progressived.signs.broker import BrokerLogin, not_authorised
+from progressived.signs.terminal import run_sign
 from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts
 from tests.test_mqtt_publisher import MemoryOutbox
 

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 import aiomqtt
 import pytest
 
-from progressived.broker import Mosquitto
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
+from progressived.testing.broker import Mosquitto
 
 
 class MemoryOutbox:

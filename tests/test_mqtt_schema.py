@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 from fractions import Fraction
 
+from progressived.core.params import MeterParams, Policy, TableParams
 from progressived.daemon.board_input import BOARD_OFFLINE
 from progressived.engine import (
     AdjustMeter,
@@ -46,7 +47,6 @@ from progressived.mqtt.payloads import (
     pending_awards,
     status_payload,
 )
-from progressived.params import MeterParams, Policy, TableParams
 from tests.conftest import ROOT
 from tests.helpers import DOLLAR, table
 from tests.mqtt_schemas import MQTT_DOC, doc_schemas, documented_event_kinds, problems

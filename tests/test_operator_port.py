@@ -9,26 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from progressived.broker import Mosquitto
-from progressived.control import Peer
+from progressived.config.daemon import load_daemon_config
 from progressived.daemon.desk import DaemonDesk
-from progressived.daemon_config import load_daemon_config
+from progressived.daemon.operator import OperatorDesk
+from progressived.daemon.service import Controller
 from progressived.ledger import store
-from progressived.operator import OperatorDesk
-from progressived.service import Controller
+from progressived.runtime.control import Peer
+from progressived.testing.broker import Mosquitto
 from tests.conftest import ROOT
 from tests.daemon_harness import init_ledger, write_config
 from tests.test_crash_only import BrokenBoard
 
 
 def test_the_desk_imports_only_the_port_from_the_daemon() -> None:
-    tree = ast.parse((ROOT / "progressived" / "operator.py").read_text())
+    tree = ast.parse((ROOT / "progressived" / "daemon" / "operator.py").read_text())
     daemon_imports = {
         node.module
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
         and node.module
-        and (node.module in ("progressived.daemon", "progressived.service") or node.module.startswith(("progressived.daemon.", "progressived.service.")))
+        and (node.module == "progressived.daemon" or node.module.startswith("progressived.daemon."))
     }
     assert daemon_imports == {"progressived.daemon.port"}
 
@@ -90,8 +90,8 @@ def test_a_reload_that_adds_a_meter_describes_it_as_new() -> None:
     copy of the description used to fail with KeyError) and matches the ledger's record."""
     from fractions import Fraction
 
-    from progressived.operator import param_changes
-    from progressived.params import MeterParams
+    from progressived.core.params import MeterParams
+    from progressived.daemon.operator import param_changes
     from tests.helpers import DOLLAR, table
 
     old = table(rate="0.1")

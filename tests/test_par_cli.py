@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from progressived.cli.ctl import main
+from progressived.config.paytables import available_paytables, find_paytable
 from progressived.par.sheet import ParInputs, build_sheet, decimal_text
-from progressived.paytable import available_paytables, find_paytable
 
 ALL_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
 

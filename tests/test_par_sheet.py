@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from progressived.money import UNITS_PER_DOLLAR
+from progressived.config.paytables import Cards, PayKind, Paytable, find_paytable, load_all
+from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.par import five_card, holdem, three_card
 from progressived.par.sheet import (
     ParError,
@@ -23,7 +24,6 @@ from progressived.par.sheet import (
     decimal_text,
     return_at,
 )
-from progressived.paytable import Cards, PayKind, Paytable, find_paytable, load_all
 
 DOLLAR = UNITS_PER_DOLLAR
 ALL_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from progressived.money import UNITS_PER_DOLLAR as DOLLAR
-from progressived.paytable import (
+from progressived.config.paytables import (
     Cards,
     Hand,
     PayKind,
@@ -17,6 +16,7 @@ from progressived.paytable import (
     load_all,
     load_paytable,
 )
+from progressived.core.money import UNITS_PER_DOLLAR as DOLLAR
 from tests.conftest import PAYTABLES
 
 IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]

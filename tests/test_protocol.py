@@ -8,8 +8,7 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from drivers import protocol as p
+from progressived_drivers import protocol as p
 
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")
 

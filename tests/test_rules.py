@@ -6,8 +6,8 @@ PA = the Pennsylvania Three Card Poker rack card. Texts in ../shared/rules/.
 
 from __future__ import annotations
 
+from progressived.board.lights import Light, lights
 from progressived.engine import Lock, Sensors
-from progressived.lights import Light, lights
 from tests.helpers import CENT, DOLLAR, fresh, meter, pays, reserve, run, sim, table
 
 
@@ -100,7 +100,7 @@ def test_sd_15_02_16_a_iv_several_meter_hands_follow_house_policy_sequential() -
 
 
 def test_sd_15_02_16_a_iv_several_meter_hands_follow_house_policy_split() -> None:
-    from progressived.params import Policy
+    from progressived.core.params import Policy
 
     s = sim(
         table("pmg-01", start=2000 * DOLLAR + 1 * CENT, policy=Policy.SPLIT),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from progressived.daemon.selfcheck import ledger_head, run_selfcheck, software_digest
 from progressived.ledger import Ledger
-from progressived.selfcheck import ledger_head, run_selfcheck, software_digest
 from tests.daemon_harness import table
 from tests.helpers import table as table_params
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from drivers import protocol as p
-from drivers.base import (
+from progressived_drivers import protocol as p
+from progressived_drivers.base import (
     BoardDriver,
     BoardEvent,
     BoardOffline,
@@ -29,10 +28,15 @@ from drivers.base import (
     SensorsReported,
     SupervisorKey,
 )
-from drivers.board_sim import BoardSimulator
-from drivers.serial_board import BoardSettings, SerialBoardDriver, board_settings_from_config
-from progressived.lights import Light
-from progressived.table_config import ConfigError
+from progressived_drivers.board_sim import BoardSimulator
+from progressived_drivers.serial_board import (
+    BoardSettings,
+    SerialBoardDriver,
+    board_settings_from_config,
+)
+
+from progressived.board.lights import Light
+from progressived.config.table import ConfigError
 
 HB = 0.05
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import aiomqtt
 
-from progressived.broker import Mosquitto, free_port
 from progressived.mqtt.payloads import EVENT_KEYS
-from progressived.sign import SignView, _refused, big, run_sign
-from progressived.sign_broker import EXIT_NOT_AUTHORISED, BrokerLogin
-from progressived.sign_screen import HOME_CLEAR, Screen, redraw
+from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin
+from progressived.signs.screen import HOME_CLEAR, Screen, redraw
+from progressived.signs.terminal import SignView, _refused, big, run_sign
+from progressived.testing.broker import Mosquitto, free_port
 from tests.doc_broker import PASSWORDS, DocBroker
 
 METER = "progressive/table/t1/meter/main"

@@ -12,12 +12,12 @@ import sys
 
 import aiomqtt
 
-from progressived.broker import Mosquitto
-from progressived.sign import run_sign
-from progressived.sign_broker import BrokerLogin
-from progressived.sign_link import LinkSignView
-from progressived.websign.model import Floor
-from progressived.websign.server import SignServer
+from progressived.signs.broker import BrokerLogin
+from progressived.signs.link import LinkSignView
+from progressived.signs.terminal import run_sign
+from progressived.signs.web.model import Floor
+from progressived.signs.web.server import SignServer
+from progressived.testing.broker import Mosquitto
 
 TOPIC = "progressive/link/link-a/meter/pmg"
 UNITS_PER_CENT = 10_000

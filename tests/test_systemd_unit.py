@@ -118,7 +118,7 @@ EXPECTED_SYSCALLS = [
     "getgroups",
 ]
 
-# The daemon's metric names (progressived/metrics.py); all carry the label `table`.
+# The daemon's metric names (progressived/daemon/metrics.py); all carry the label `table`.
 METRICS = {
     "progressive_info",
     "progressive_meter_display_cents",

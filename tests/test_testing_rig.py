@@ -8,9 +8,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from progressived_drivers.board_sim import BoardSimulator
 
-from drivers.board_sim import BoardSimulator
-from progressived.daemon_config import load_daemon_config
+from progressived.config.daemon import load_daemon_config
 from progressived.testing import board
 from progressived.testing.config import RigConfig, render_toml, write_config
 

@@ -11,9 +11,9 @@ import contextlib
 import socket
 from pathlib import Path
 
-from progressived.daemon_config import load_daemon_config
-from progressived.service import Controller
-from progressived.systemd import Notifier
+from progressived.config.daemon import load_daemon_config
+from progressived.daemon.service import Controller
+from progressived.runtime.systemd import Notifier
 from tests.daemon_harness import table
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import aiomqtt
 
-from progressived.broker import Mosquitto
-from progressived.websign.model import dollars
+from progressived.signs.web.model import dollars
+from progressived.testing.broker import Mosquitto
 from tests.websign_harness import WebSign, browser, screenshots, until
 
 TABLES = ("bank-1", "bank-2", "bank-3", "bank-4")

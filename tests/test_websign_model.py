@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import json
 
-from progressived.sign_broker import BrokerLogin
-from progressived.websign.model import Floor, dollars
-from progressived.websign.server import SignServer, sse
+from progressived.signs.broker import BrokerLogin
+from progressived.signs.web.model import Floor, dollars
+from progressived.signs.web.server import SignServer, sse
 
 T = "progressive/table"
 

@@ -23,7 +23,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 
-from progressived.broker import free_port, wait_for_port
+from progressived.testing.broker import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = ("chromium", "/usr/bin/chromium")

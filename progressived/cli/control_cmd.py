@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progressived.control import request
-from progressived.money import UNITS_PER_CENT, display
+from progressived.core.money import UNITS_PER_CENT, display
+from progressived.runtime.control import request
 
 DEFAULT_SOCKET = Path("/run/progressived/control.sock")
 

@@ -15,20 +15,21 @@ import pwd
 import sys
 from pathlib import Path
 
-from progressived import __version__, logs
+from progressived import __version__
 from progressived.cli import link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status
-from progressived.clock import utc_now
-from progressived.daemon_config import DaemonConfig, load_daemon_config
+from progressived.config.daemon import DaemonConfig, load_daemon_config
+from progressived.config.table import ConfigError
+from progressived.core.money import display
+from progressived.daemon.selfcheck import run_selfcheck
+from progressived.daemon.service import run_daemon
 from progressived.engine import accounts
 from progressived.ledger import (
     Ledger,
     LedgerError,
 )
-from progressived.money import display
-from progressived.selfcheck import run_selfcheck
-from progressived.service import run_daemon
-from progressived.table_config import ConfigError
+from progressived.runtime import logs
+from progressived.runtime.clock import utc_now
 
 
 def _load(path: Path) -> DaemonConfig | None:
@@ -124,13 +125,13 @@ def dispatch(args: argparse.Namespace) -> int:
             why = "--tables wants N >= 2 (1 is the single table)"
             print(f"progressived demo: {why}", file=sys.stderr)
             return Exit.USAGE
-        from progressived.demo_link_script import run_link_demo  # noqa: PLC0415 - the demo's imports
+        from progressived.demo.link_script import run_link_demo  # noqa: PLC0415 - the demo's imports
 
         return run_link_demo(
             tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
         )
     if args.command == "demo":
-        from progressived.demo import run_demo  # noqa: PLC0415 - only the demo needs its imports
+        from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
 
         return run_demo(
             headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep

@@ -17,7 +17,7 @@ from progressived.cli import verify_modes
 from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
 from progressived.ledger.readonly import ledger_kind
-from progressived.link import reports as link_reports
+from progressived.link.store import reports as link_reports
 
 
 def register(sub: Any) -> None:

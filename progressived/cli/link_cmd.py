@@ -13,17 +13,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from progressived import __version__, logs
+from progressived import __version__
 from progressived.cli.common import Exit, ledger_status
-from progressived.clock import utc_now
+from progressived.config.table import ConfigError, read_toml
+from progressived.core.money import display
+from progressived.daemon.selfcheck import run_selfcheck
 from progressived.ledger import LedgerError
-from progressived.link.config import LinkConfig, is_link_config, load_link_config
-from progressived.money import display
-from progressived.selfcheck import run_selfcheck
-from progressived.table_config import ConfigError, read_toml
+from progressived.link.runtime.config import LinkConfig, is_link_config, load_link_config
+from progressived.runtime import logs
+from progressived.runtime.clock import utc_now
 
 if TYPE_CHECKING:
-    from progressived.link.ledger import LinkLedger
+    from progressived.link.store.ledger import LinkLedger
 
 
 def is_link_file(path: Path) -> bool:
@@ -44,9 +45,9 @@ def load(path: Path, prog: str = "progressived") -> LinkConfig | None:
 
 
 def link_ledger_class() -> type[LinkLedger]:
-    """``progressived.link.ledger.LinkLedger``, imported when first needed (the table's
+    """``progressived.link.store.ledger.LinkLedger``, imported when first needed (the table's
     commands load this module too)."""
-    from progressived.link.ledger import LinkLedger  # noqa: PLC0415
+    from progressived.link.store.ledger import LinkLedger  # noqa: PLC0415
 
     return LinkLedger
 
@@ -84,7 +85,7 @@ def run(path: Path, *, check: bool = False) -> int:
         ledger.close()
         print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
         return Exit.OK
-    from progressived.link.controller import LinkController  # noqa: PLC0415 - heavy
+    from progressived.link.runtime.controller import LinkController  # noqa: PLC0415 - heavy
 
     logs.configure(config.log.format, config.log.level)
     controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))

@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
-    from progressived.link.reconcile import Unusable, reconcile  # noqa: PLC0415
+    from progressived.link.store.reconcile import Unusable, reconcile  # noqa: PLC0415
 
     try:
         report = reconcile(args.link_db, list(args.table_db))

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progressived.money import MoneyError, dollars, rate
+from progressived.config.paytables import PaytableError, find_paytable
+from progressived.core.money import MoneyError, dollars, rate
+from progressived.core.params import DEFAULT_SEED
 from progressived.par.sheet import ParError, ParInputs, build_sheet, render_text, to_json
-from progressived.params import DEFAULT_SEED
-from progressived.paytable import PaytableError, find_paytable
 
 
 def register(sub: Any) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived.cli.common import Exit
-from progressived.daemon_config import DaemonConfig
+from progressived.config.daemon import DaemonConfig
 from progressived.ledger import LedgerError, schema
 
 

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progressived.sign import run_sign
-from progressived.sign_broker import (
+from progressived.signs.broker import (
     EXIT_USAGE,
     PASSWORD_ENV,
     BrokerLogin,
@@ -24,7 +23,8 @@ from progressived.sign_broker import (
     check_tls_files,
     resolve_password,
 )
-from progressived.websign import DEFAULT_PORT
+from progressived.signs.terminal import run_sign
+from progressived.signs.web import DEFAULT_PORT
 
 
 def register(sub: Any) -> None:
@@ -120,7 +120,7 @@ def listen_address(text: str) -> tuple[str, int]:
 
 def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
     # Imported here: aiohttp is ~25 MB and 0.2 s that no other progressivectl command needs.
-    from progressived.websign.server import SignServer, serve  # noqa: PLC0415
+    from progressived.signs.web.server import SignServer, serve  # noqa: PLC0415
 
     host, port = listen_address(args.listen)
     if args.banner_s < 0 or args.keepalive_s < 1:
@@ -168,7 +168,7 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
 
 def run_link(args: argparse.Namespace, login: BrokerLogin) -> int:
     """The terminal sign of a linked meter (the link's retained topic only)."""
-    from progressived.sign_link import LinkSignView  # noqa: PLC0415
+    from progressived.signs.link import LinkSignView  # noqa: PLC0415
 
     view = LinkSignView(args.prefix, args.link[0], args.meter or "pmg")
     try:

@@ -13,14 +13,21 @@ from typing import Any
 
 from progressived import __version__
 from progressived.cli.common import progress
+from progressived.config.paytables import PaytableError, find_paytable
+from progressived.config.table import ConfigError, load_table_params, with_overrides
+from progressived.core.money import MoneyError, dollars
+from progressived.core.params import (
+    MeterParams,
+    ParamsError,
+    Policy,
+    TableParams,
+    sub_cent,
+    validate,
+)
+from progressived.engine.simulate import SCRIPT_HELP, Simulation, render_text
 from progressived.ledger import Ledger, LedgerError, LedgerMismatch
 from progressived.ledger.sink import LedgerSink
 from progressived.ledger.store import connect_readonly
-from progressived.money import MoneyError, dollars
-from progressived.params import MeterParams, ParamsError, Policy, TableParams, sub_cent, validate
-from progressived.paytable import PaytableError, find_paytable
-from progressived.simulate import SCRIPT_HELP, Simulation, render_text
-from progressived.table_config import ConfigError, load_table_params, with_overrides
 
 PROGRESS_EVERY = 500  # script lines between two progress updates
 

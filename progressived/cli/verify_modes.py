@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from progressived.clock import utc_now
 from progressived.ledger.heads import (
     SidecarUnusable,
     parse_head,
@@ -24,6 +23,7 @@ from progressived.ledger.heads import (
 from progressived.ledger.readonly import ledger_kind
 from progressived.ledger.verify import VerifyReport, verify
 from progressived.ledger.verify_since import verify_since
+from progressived.runtime.clock import utc_now
 
 
 def head_arg(text: str) -> object:

@@ -4,5 +4,5 @@
 writer) sits at the bottom; ``outputs`` (lights, meter payloads, publisher hooks),
 ``board_input`` (board events -> keypad -> commands), ``upkeep`` (watchdog, housekeeping,
 metrics source) and ``desk`` (the operator desk's narrow port) are built on it, and
-:mod:`progressived.service` composes them.
+:mod:`progressived.daemon.service` composes them.
 """

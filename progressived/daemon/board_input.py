@@ -11,7 +11,7 @@ import time
 
 import structlog
 
-from progressived.board import (
+from progressived.board.driver import (
     BoardDriver,
     BoardEvent,
     BoardOffline,
@@ -20,11 +20,11 @@ from progressived.board import (
     SensorsReported,
     SupervisorKey,
 )
+from progressived.board.keypad import KeypadInterpreter, OutcomeKind
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
 from progressived.daemon.outputs import Outputs
 from progressived.engine import Sensors, SetClosed
-from progressived.keypad import KeypadInterpreter, OutcomeKind
 from progressived.ledger import LedgerError
 
 log = structlog.get_logger("progressived")

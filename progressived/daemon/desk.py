@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from progressived.board import BoardDriver
+from progressived.board.driver import BoardDriver
 from progressived.daemon.board_input import BoardInput
 from progressived.daemon.health import Health, check_health
 from progressived.daemon.journal import Journal

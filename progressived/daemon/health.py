@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from progressived.daemon_config import WatchdogSection
+from progressived.config.daemon import WatchdogSection
 
 
 @dataclass

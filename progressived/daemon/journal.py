@@ -19,18 +19,18 @@ from typing import Any
 
 import structlog
 
+from progressived.config.daemon import DaemonConfig
 from progressived.daemon.health import Health
 from progressived.daemon.ledger_thread import LedgerThread
 from progressived.daemon.link_out import LinkBook
+from progressived.daemon.metrics import HitCounts
 from progressived.daemon.outbox import event_outbox
 from progressived.daemon.port import Note
-from progressived.daemon_config import DaemonConfig
 from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, TableState, decide
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.ledger import Batch, LedgerUnavailable
 from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
-from progressived.metrics import HitCounts
 from progressived.mqtt.payloads import Topics
 
 log = structlog.get_logger("progressived")

@@ -20,15 +20,15 @@ from typing import Any, ParamSpec, TypeVar
 
 import structlog
 
-from progressived.clock import JournalClock
+from progressived.config.daemon import DaemonConfig
+from progressived.core.params import TableParams
 from progressived.daemon.health import Health
+from progressived.daemon.metrics import TableMetrics
 from progressived.daemon.outbox import system_outbox
-from progressived.daemon_config import DaemonConfig
 from progressived.engine import TableState
 from progressived.ledger import Ledger, LedgerError, LedgerUnavailable, OutboxFn
-from progressived.metrics import TableMetrics
 from progressived.mqtt.payloads import Topics
-from progressived.params import TableParams
+from progressived.runtime.clock import JournalClock
 
 log = structlog.get_logger("progressived")
 

@@ -32,17 +32,17 @@ from typing import Any
 import aiomqtt
 import structlog
 
+from progressived.config.daemon import DaemonConfig, LinkSection
 from progressived.daemon.journal import Journal
 from progressived.daemon.link_out import DELETE, LinkBook, result_record
 from progressived.daemon.port import LinkedMeterView, LinkStatus
-from progressived.daemon_config import DaemonConfig, LinkSection
 from progressived.engine import SetClosed
 from progressived.engine.meter_port import MeterAnswered
 from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger.commit import Statement
 from progressived.ledger.errors import LedgerError
 from progressived.ledger.rows import Record
-from progressived.link import messages as lm
+from progressived.link.core import messages as lm
 from progressived.mqtt.config import NO_DELAY
 
 log = structlog.get_logger("progressived")
@@ -62,7 +62,7 @@ def _sent_at(payload: object) -> float | None:
 
 
 class LinkClient:
-    """The link's side of one table daemon (built by :mod:`progressived.service`)."""
+    """The link's side of one table daemon (built by :mod:`progressived.daemon.service`)."""
 
     def __init__(self, journal: Journal, config: DaemonConfig, link: LinkSection) -> None:
         self.journal = journal

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from progressived.core.params import TableParams
 from progressived.engine.events import (
     AwardConfirmed,
     AwardKeyed,
@@ -41,8 +42,7 @@ from progressived.engine.meter_port import (
 from progressived.engine.state import TableState
 from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
-from progressived.link import messages as lm
-from progressived.params import TableParams
+from progressived.link.core import messages as lm
 
 INSERT = "INSERT INTO link_outbox (seq, id, type, topic, payload) VALUES (?, ?, ?, ?, ?)"
 DELETE = "DELETE FROM link_outbox WHERE seq = ?"

@@ -12,11 +12,11 @@ from typing import Any
 
 import structlog
 
-from progressived.board import BoardDriver
+from progressived.board.driver import BoardDriver
+from progressived.board.lights import Light, lights
+from progressived.core.money import cents, display
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
-from progressived.lights import Light, lights
-from progressived.money import cents, display
 from progressived.mqtt.payloads import (
     closures,
     meter_payload,

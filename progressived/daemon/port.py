@@ -1,6 +1,6 @@
 """The operator desk's narrow port into the daemon: what it may ask, and nothing more.
 
-The desk (:mod:`progressived.operator`) submits commands, journals operator events and
+The desk (:mod:`progressived.daemon.operator`) submits commands, journals operator events and
 reads a status snapshot through :class:`DeskPort`; it never touches the composed daemon's
 fields. Only types live here, so the desk and the daemon both depend on this module and not
 on each other.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from progressived.daemon_config import DaemonConfig
+from progressived.config.daemon import DaemonConfig
 from progressived.engine import Command, TableState
 
 

@@ -9,14 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from progressived.board import BoardDriver
+from progressived.board.driver import BoardDriver
 from progressived.daemon.health import Health, check_health
 from progressived.daemon.journal import Journal
+from progressived.daemon.metrics import HitCounts
 from progressived.daemon.port import LinkStatus
 from progressived.engine import TableState
 from progressived.ledger import LedgerError
-from progressived.metrics import HitCounts
-from progressived.systemd import Notifier
+from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 

@@ -8,7 +8,7 @@ rebuilds a round in progress after a crash.
 Two aggregates behind one facade: the round (:mod:`progressived.engine.round`, one table's
 state machine) and the meter book (:mod:`progressived.engine.meterbook`, the meters'
 money), joined by the meter port (:mod:`progressived.engine.meter_port`). The board's
-lights are not engine vocabulary: see :mod:`progressived.lights`.
+lights are not engine vocabulary: see :mod:`progressived.board.lights`.
 """
 
 from progressived.engine.commands import (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from progressived.core.params import TableParams
 from progressived.engine import meterbook
 from progressived.engine.commands import (
     AdjustMeter,
@@ -36,7 +37,6 @@ from progressived.engine.evolve import evolve
 from progressived.engine.meter_port import MeterAnswered, MeterPort, MeterRequested
 from progressived.engine.round import Plan, RoundCommand, plan, seat_problem
 from progressived.engine.state import Phase, TableState
-from progressived.params import TableParams
 
 __all__ = [
     "Accepted",

@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import combinations_with_replacement, product
 
+from progressived.core.paytable import Cards, Hand, Paytable
 from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
-from progressived.paytable_model import Cards, Hand, Paytable
 
 _PLAIN: dict[str, tuple[Hand, ...]] = {
     "straight-flush": (Hand.STRAIGHT_FLUSH,),

@@ -41,8 +41,8 @@ from progressived.engine.meter_requests import (
 )
 
 if TYPE_CHECKING:
+    from progressived.core.params import TableParams
     from progressived.engine.state import TableState
-    from progressived.params import TableParams
 
 __all__ = [
     "Claim",

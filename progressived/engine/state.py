@@ -3,7 +3,7 @@
 One record holds both aggregates' state, since one ledger journals them: the round's
 (phase, seats, keyed hands, award receipts, requests awaiting the meter) and the local
 meter book's (``balances``, ``opened``). The board's lights are computed from it outside
-the engine (:mod:`progressived.lights`).
+the engine (:mod:`progressived.board.lights`).
 """
 
 from __future__ import annotations

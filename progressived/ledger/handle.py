@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
+from progressived.core.params import TableParams
 from progressived.engine.state import TableState
 from progressived.ledger import chain
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import LedgerError
 from progressived.ledger.recovery import Recovery
 from progressived.ledger.rows import AppendResult, OutboxRow
-from progressived.params import TableParams
 
 
 class LedgerHandle:

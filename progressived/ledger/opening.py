@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from progressived.core.params import TableParams
 from progressived.ledger import chain, parameters, schema
 from progressived.ledger.commit import JOURNAL_SIZE_LIMIT, translate
 from progressived.ledger.errors import LedgerExists, LedgerMissing, LedgerUnavailable
 from progressived.ledger.rows import Record
-from progressived.params import TableParams
 
 
 def check_presence(path: Path, presence: str) -> None:

@@ -4,7 +4,7 @@ An auditor checks the meter rate, reserve rate, seed, limit, wager and paytable 
 approved figures from the ledger alone, so ``ledger_created`` carries them (``parameters``)
 and every change is a ``parameter_changed`` row whose ``changes`` map each key to its
 ``old`` and ``new`` value. The keys and values are those of the daemon's reload
-(``progressived.operator.param_changes``), so one reader folds both kinds of row. When a
+(``progressived.daemon.operator.param_changes``), so one reader folds both kinds of row. When a
 ledger is continued with parameters that differ from the last recorded ones (the daemon
 started with an edited configuration, ``simulate --ledger`` with other flags), the ledger
 journals the difference before writing anything else.
@@ -17,8 +17,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from progressived.core.params import TableParams
 from progressived.ledger.errors import LedgerError
-from progressived.params import TableParams
 
 # The reason of a parameter_changed row the ledger writes itself when it is opened.
 AT_OPEN_REASON = "the ledger was opened with parameters that differ from the last recorded ones"

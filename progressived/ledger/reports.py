@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from progressived.core.money import display, display_exact
 from progressived.engine import accounts
 from progressived.ledger import chain
 from progressived.ledger.store import connect_readonly
 from progressived.ledger.verify import meter_ids
-from progressived.money import display, display_exact
 
 COLUMNS = (
     "seq",

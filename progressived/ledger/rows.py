@@ -97,7 +97,7 @@ class Record:
     """A system / operator / parameter row (no postings, no state change).
 
     ``postings`` (balanced) is for a writer whose money rows are not engine events (the
-    link controller's ledger, progressived.link.ledger); the table's rows leave it empty.
+    link controller's ledger, progressived.link.store.ledger); the table's rows leave it empty.
     """
 
     kind: str

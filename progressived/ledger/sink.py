@@ -1,4 +1,4 @@
-"""A :class:`~progressived.simulate.EventSink` that journals a simulation in a ledger.
+"""A :class:`~progressived.engine.simulate.EventSink` that journals a simulation in a ledger.
 
 ``progressivectl simulate --ledger PATH`` uses it so that simulated rounds are recorded
 exactly as the daemon records real ones: each accepted command's events in one

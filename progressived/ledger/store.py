@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from progressived.core.params import TableParams
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
@@ -52,7 +53,6 @@ from progressived.ledger.rows import (
     OutboxRow,
 )
 from progressived.ledger.rows import Record as _Record
-from progressived.params import TableParams
 
 __all__ = [  # re-exported: the names callers imported from here before the split
     "AppendResult",

@@ -35,8 +35,8 @@ from progressived.ledger.errors import LedgerError
 from progressived.ledger.heads import Head, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
-from progressived.link import audit as link_audit
-from progressived.link import snapshot as link_snapshot
+from progressived.link.core import snapshot as link_snapshot
+from progressived.link.store import audit as link_audit
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from progressived.core.money import cents, display
 from progressived.engine import TableState, accounts
 from progressived.engine.events import (
     AwardApproved,
@@ -40,7 +41,6 @@ from progressived.engine.events import (
 )
 from progressived.engine.meter_requests import ReserveAwards
 from progressived.engine.state import LINK_DOWN
-from progressived.money import cents, display
 
 
 @dataclass(frozen=True, slots=True)

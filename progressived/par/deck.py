@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from progressived.config.paytables import Cards
 from progressived.par.deck_boards import UNIVERSE, Board, boards
-from progressived.paytable import Cards
 
 # ------------------------------------------------------------------ packing
 

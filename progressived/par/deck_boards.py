@@ -25,9 +25,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from progressived.config.paytables import Cards
 from progressived.par import holdem, three_card
 from progressived.par.cards import RANKS, ROYAL_MASK, SUITS, card, has_straight, popcount
-from progressived.paytable import Cards
 
 #: The classes the table covers for each reading: every class a shipped paytable can pay
 #: (best of seven: the hands of UTHP-01/02; lower seven-card hands are not tabulated).

@@ -17,6 +17,7 @@ from fractions import Fraction
 from itertools import combinations
 from math import comb
 
+from progressived.config.paytables import Hand
 from progressived.par.cards import DECK, RANKS, ROYAL_MASK, STRAIGHT_MASKS, SUITS
 from progressived.par.holdem import (
     FLUSH,
@@ -35,7 +36,6 @@ from progressived.par.holdem import (
     rank_sets_with_straight,
 )
 from progressived.par.outcomes import OutcomeClass
-from progressived.paytable import Hand
 
 CARDS = 5
 TOTAL = comb(DECK, CARDS)  # 2,598,960

@@ -25,6 +25,7 @@ from fractions import Fraction
 from itertools import combinations
 from math import comb, prod
 
+from progressived.config.paytables import Hand
 from progressived.par.cards import (
     DECK,
     RANKS,
@@ -35,7 +36,6 @@ from progressived.par.cards import (
     rank_mask,
 )
 from progressived.par.outcomes import OutcomeClass
-from progressived.paytable import Hand
 
 CARDS = 7
 TOTAL = comb(DECK, CARDS)  # 133,784,560

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from progressived.paytable import Hand, Paytable
+from progressived.config.paytables import Hand, Paytable
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The PAR sheet of one paytable: hand probabilities, return, break-even meter, envy, hold.
 
 Everything is an exact :class:`~fractions.Fraction`; money is in units (see
-:mod:`progressived.money`). Decimal strings are made only for display, with
+:mod:`progressived.core.money`). Decimal strings are made only for display, with
 :mod:`decimal` at a fixed precision. The definitions (what "return" counts, how the
 long-run hold treats the seed) are in ``docs/par.md``.
 """
@@ -14,11 +14,11 @@ from fractions import Fraction
 from functools import cache
 from typing import Any
 
-from progressived.money import UNITS_PER_CENT
+from progressived.config.paytables import Cards, Hand, Paytable
+from progressived.core.money import UNITS_PER_CENT
+from progressived.core.params import DEFAULT_SEED
 from progressived.par import five_card, holdem, three_card
 from progressived.par.outcomes import OutcomeClass, hand_probabilities, readings
-from progressived.params import DEFAULT_SEED
-from progressived.paytable import Cards, Hand, Paytable
 
 
 @cache

@@ -18,9 +18,9 @@ from fractions import Fraction
 from itertools import combinations
 from math import comb
 
+from progressived.config.paytables import Hand
 from progressived.par.cards import ACE, DECK, RANKS, SPADES, SUITS, rank, suit
 from progressived.par.outcomes import OutcomeClass
-from progressived.paytable import Hand
 
 CARDS = 3
 TOTAL = comb(DECK, CARDS)  # 22,100

@@ -23,12 +23,12 @@ from types import TracebackType
 
 import aiomqtt
 
-from progressived.clock import utc_now
-from progressived.link import book
-from progressived.link import messages as lm
-from progressived.link import params as lp
-from progressived.link.state import Applied
+from progressived.link.core import book
+from progressived.link.core import messages as lm
+from progressived.link.core import params as lp
+from progressived.link.core.state import Applied
 from progressived.mqtt.config import NO_DELAY
+from progressived.runtime.clock import utc_now
 
 PMG_HANDS: Mapping[str, Fraction] = {"royal-flush": Fraction(1), "straight-flush": Fraction(1, 10)}
 

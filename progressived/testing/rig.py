@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived import __version__
-from progressived.broker import Mosquitto
-from progressived.clock import utc_now
-from progressived.daemon_config import load_daemon_config
+from progressived.config.daemon import load_daemon_config
 from progressived.ledger import Ledger
+from progressived.runtime.clock import utc_now
 from progressived.testing.board import BoardFactory, PtyBoard
+from progressived.testing.broker import Mosquitto
 from progressived.testing.config import RigConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
 

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from progressived_drivers import protocol as p
 
-from drivers import protocol as p
 from tests.reliability.rig import (
     FUZZ_FRAMES,
     KEYS,

@@ -9,8 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from drivers import protocol as p
+from progressived_drivers import protocol as p
 
 pytestmark = pytest.mark.reliability
 

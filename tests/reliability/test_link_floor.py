@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from progressived.broker import Mosquitto
-from progressived.demo_link import DemoTable, FloorRun, floor_processes, reconcile
+from progressived.demo.link import DemoTable, FloorRun, floor_processes, reconcile
+from progressived.testing.broker import Mosquitto
 from progressived.testing.relay import FaultyRelay
 from progressived.testing.rig import PROGRESSIVECTL
 from tests.reliability.rig import SEED, TALLY, count

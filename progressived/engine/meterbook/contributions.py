@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from math import floor
 
+from progressived.core.params import AboveLimit, TableParams
 from progressived.engine import accounts
 from progressived.engine.events import Event, LinkedContribution, MeterOpened, Posting, Postings
-from progressived.params import AboveLimit, TableParams
 
 
 def open_meter_events(

@@ -17,6 +17,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
 from progressived.engine.events import AwardReversed, Event
 from progressived.engine.meter_port import (
     MeterRequest,
@@ -26,7 +27,6 @@ from progressived.engine.meter_port import (
 )
 from progressived.engine.meterbook.local import LOCAL_BOOK
 from progressived.engine.state import TableState
-from progressived.params import TableParams
 
 
 class LinkedMeterPort:

@@ -6,6 +6,7 @@ round's, so a single table behaves (and its figures come out) exactly as one eng
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
 from progressived.engine.events import Event, WagerLocked
 from progressived.engine.meter_port import (
     Contribute,
@@ -18,7 +19,6 @@ from progressived.engine.meter_port import (
 from progressived.engine.meterbook.contributions import contribution
 from progressived.engine.meterbook.pricing import post_award, refund, reserve_awards, void_award
 from progressived.engine.state import TableState
-from progressived.params import TableParams
 
 
 class LocalMeterBook:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from progressived.core.params import TableParams
 from progressived.engine import accounts
 from progressived.engine.commands import AdjustMeter, TransferMeter
 from progressived.engine.events import MeterAdjusted, MeterTransferred, Posting
-from progressived.params import TableParams
 
 Refusal = tuple[str, str]  # (reason, code)
 

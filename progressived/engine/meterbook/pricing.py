@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from math import floor
 
+from progressived.core.money import UNITS_PER_CENT, truncate_to_cent
+from progressived.core.params import TableParams
 from progressived.engine import accounts
 from progressived.engine.events import (
     AwardConfirmed,
@@ -19,8 +21,6 @@ from progressived.engine.events import (
     WagerRefunded,
 )
 from progressived.engine.meter_port import PostAward, RefundContribution, ReserveAwards, VoidAward
-from progressived.money import UNITS_PER_CENT, truncate_to_cent
-from progressived.params import TableParams
 
 
 def reserve_awards(

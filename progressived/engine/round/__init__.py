@@ -12,6 +12,7 @@ touches a meter account: where money moves on a meter it plans a meter request (
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
 from progressived.engine.commands import (
     Confirm,
     KeyHand,
@@ -29,7 +30,6 @@ from progressived.engine.round.plan import Plan, Step, seat_problem
 from progressived.engine.round.settle import reconcile, void
 from progressived.engine.round.table import lock, same_player, sensors, set_closed
 from progressived.engine.state import TableState
-from progressived.params import TableParams
 
 RoundCommand = (
     Sensors | Lock | KeyHand | Confirm | Reject | SamePlayer | Reconcile | Void | SetClosed

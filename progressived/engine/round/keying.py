@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from progressived.core.params import Policy, TableParams
 from progressived.engine import deck
 from progressived.engine.commands import Confirm, KeyHand, Reject
 from progressived.engine.decision import Rejected
@@ -22,7 +23,6 @@ from progressived.engine.round.plan import (
     supervisor_error,
 )
 from progressived.engine.state import Phase, TableState
-from progressived.params import Policy, TableParams
 
 
 def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan:

@@ -7,11 +7,11 @@ meter answers later, a ``MeterRequested``) before the next step.
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
 from progressived.engine.decision import Rejected
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterRequest
 from progressived.engine.state import TableState
-from progressived.params import TableParams
 
 Step = Event | MeterRequest
 Plan = tuple[Step, ...]

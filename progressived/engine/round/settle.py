@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
+from progressived.core.paytable import HandRule, scale_amount
 from progressived.engine import accounts
 from progressived.engine.commands import Reconcile, Void
 from progressived.engine.decision import Rejected
@@ -17,8 +19,6 @@ from progressived.engine.meter_port import PostAward, RefundContribution
 from progressived.engine.round.keying import reprice
 from progressived.engine.round.plan import Plan, Step, awaiting_error, supervisor_error
 from progressived.engine.state import Phase, TableState
-from progressived.params import TableParams
-from progressived.paytable_model import HandRule, scale_amount
 
 
 def _envy_units(params: TableParams, rule: HandRule) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from progressived.core.params import TableParams
 from progressived.engine.commands import Lock, SamePlayer, Sensors, SetClosed
 from progressived.engine.decision import Rejected
 from progressived.engine.events import (
@@ -15,7 +16,6 @@ from progressived.engine.events import (
 from progressived.engine.meter_port import Contribute
 from progressived.engine.round.plan import Plan, Step, seat_error
 from progressived.engine.state import LINK_DOWN, Phase, TableState
-from progressived.params import TableParams
 
 
 def sensors(params: TableParams, state: TableState, cmd: Sensors) -> Rejected | Plan:

@@ -1,0 +1,138 @@
+"""The power-up self-check: is this the approved software, configuration and ledger?
+
+* the software: a SHA-256 (and a CRC-16, the minimum regulators name) over every source
+  and data file of the installed ``progressived`` and ``drivers`` packages, compared with
+  ``[selfcheck] software_sha256`` when the approved value is configured;
+* the configuration: the SHA-256 of the configuration file and of the paytable file;
+* the ledger: the hash chain of its last rows recomputed up to the head (the full chain is
+  ``progressivectl ledger verify``; the ledger's own recovery already checked the rows
+  after its last snapshot).
+
+A failed check keeps the progressive closed and says why; every check is journaled.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import importlib.util
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from progressived.ledger import chain
+from progressived.ledger.errors import LedgerError
+from progressived.ledger.store import connect_readonly
+
+PACKAGES = ("progressived", "progressived_drivers")
+SUFFIXES = {".py", ".toml", ".json"}
+
+
+def package_files() -> list[tuple[str, Path]]:
+    """(name, path) of every file the software digest covers, in a stable order."""
+    out: list[tuple[str, Path]] = []
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in SUFFIXES and "__pycache__" not in path.parts:
+                out.append((f"{package}/{path.relative_to(root).as_posix()}", path))
+    return out
+
+
+def software_digest() -> tuple[str, str, int]:
+    """SHA-256 and CRC-16/CCITT (hex) over the installed software, and the file count."""
+    sha = hashlib.sha256()
+    crc = 0
+    files = package_files()
+    for name, path in files:
+        data = path.read_bytes()
+        record = name.encode() + b"\0" + data + b"\0"
+        sha.update(record)
+        crc = binascii.crc_hqx(record, crc)
+    return sha.hexdigest(), f"{crc:04x}", len(files)
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def ledger_head(path: Path, rows: int = 1000) -> tuple[int, str, int]:
+    """Recompute the hash chain over the last ``rows`` rows; returns (head seq, head hash, rows).
+
+    Raises ``ValueError`` naming the first row whose link does not hold.
+    """
+    conn = connect_readonly(path)
+    try:
+        found = conn.execute(
+            "SELECT seq, at, table_id, round, seat, kind, category, actor, idem_key, data, "
+            "prev_hash, hash FROM journal ORDER BY seq DESC LIMIT ?",
+            (rows + 1,),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise ValueError(f"ledger unreadable: {exc}") from None
+    finally:
+        conn.close()
+    found.reverse()
+    previous: str | None = None
+    for index, row in enumerate(found):
+        seq, at, table_id, round_no, seat, kind, category, actor, idem, data, prev, digest = row
+        if index == 0 and seq == 1 and prev != chain.GENESIS:
+            raise ValueError("row 1 does not start the chain")
+        if previous is not None and prev != previous:
+            raise ValueError(f"row {seq}: prev_hash does not match row {seq - 1}")
+        text = chain.content(seq, at, table_id, round_no, seat, kind, category, actor, idem, data)
+        if chain.link(prev, text) != digest:
+            raise ValueError(f"row {seq}: hash does not match its content")
+        previous = digest
+    if not found:
+        return 0, chain.GENESIS, 0
+    return int(found[-1][0]), str(found[-1][-1]), len(found)
+
+
+@dataclass
+class SelfCheckResult:
+    ok: bool = True
+    problems: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, problem: str) -> None:
+        self.ok = False
+        self.problems.append(problem)
+
+
+def run_selfcheck(
+    *,
+    ledger_path: Path,
+    config_path: Path | None,
+    paytable_path: Path | None,
+    expected_software: str | None,
+) -> SelfCheckResult:
+    """All the checks; never raises (a failure is a result)."""
+    result = SelfCheckResult()
+    sha, crc, files = software_digest()
+    result.detail.update(software_sha256=sha, software_crc16=crc, software_files=files)
+    if expected_software and expected_software.lower() != sha:
+        result.fail(
+            f"software digest {sha[:16]}... is not the approved {expected_software[:16]}..."
+        )
+    for key, path in (("config_sha256", config_path), ("paytable_sha256", paytable_path)):
+        if path is None:
+            continue
+        try:
+            result.detail[key] = file_digest(path)
+        except OSError as exc:
+            result.fail(f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        head, head_hash, checked = ledger_head(ledger_path)
+        result.detail.update(
+            ledger_head_seq=head, ledger_head_hash=head_hash, ledger_rows_checked=checked
+        )
+    except ValueError as exc:
+        result.fail(f"ledger chain: {exc}")
+    except LedgerError as exc:  # missing, empty or unreadable: a result, not a traceback
+        result.fail(f"ledger: {exc}")
+    return result

@@ -1,0 +1,310 @@
+"""The daemon, composed: board -> keypad -> journal (engine, ledger, outbox) -> MQTT signs.
+
+Each part lives in :mod:`progressived.daemon` and only looks downward; this module builds
+them, wires their callbacks, and runs the start, the core tasks and the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import structlog
+
+from progressived import __version__
+from progressived.board.driver import BoardDriver, load_driver_factory
+from progressived.config.daemon import DaemonConfig
+from progressived.daemon.board_input import BOARD_OFFLINE, BoardInput
+from progressived.daemon.desk import DaemonDesk
+from progressived.daemon.health import Health
+from progressived.daemon.journal import Journal
+from progressived.daemon.link import LinkClient
+from progressived.daemon.metrics import HitCounts, TableMetrics
+from progressived.daemon.operator import OperatorDesk
+from progressived.daemon.outbox import LedgerOutbox
+from progressived.daemon.outputs import Outputs, log_task_error
+from progressived.daemon.selfcheck import run_selfcheck
+from progressived.daemon.upkeep import MetricsView, housekeeping, watchdog
+from progressived.engine import Command, SetClosed, TableState
+from progressived.engine.meterbook.linked_port import LINKED_PORT
+from progressived.ledger import Ledger, LedgerError, reports
+from progressived.mqtt.payloads import Topics
+from progressived.mqtt.publisher import SignPublisher
+from progressived.runtime.clock import utc_now
+from progressived.runtime.control import ControlServer
+from progressived.runtime.systemd import Notifier
+
+log = structlog.get_logger("progressived")
+
+SELF_CHECK_FAILED = "self-check failed"
+HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
+__all__ = ["BOARD_OFFLINE", "SELF_CHECK_FAILED", "Controller", "run_daemon"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Controller:
+    """One table's daemon: the parts, built and run together."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        driver: BoardDriver | None = None,
+        clock: Callable[[], str] = utc_now,
+        version: str = __version__,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.version = version
+        self.notifier = notifier or Notifier()
+        self.health = Health()
+        self.listeners: list[Callable[[str, Mapping[str, Any]], None]] = []
+        topics = Topics(config.mqtt.prefix, config.params.table_id)
+        self.journal = Journal(config, topics, self.health, clock, self._notify)
+        if driver is None:
+            driver = load_driver_factory(config.driver).create(config.board)
+        self.driver = driver
+        self.publisher = SignPublisher(
+            config.mqtt,
+            topics,
+            LedgerOutbox(lambda: self.journal.ledger, self.journal.db),
+            version=version,
+            clock=clock,
+            hooks=_PublisherHooks(self),
+            head=self._ledger_head,
+        )
+        self.outputs = Outputs(self.journal, self.publisher, driver, self.health)
+        self.board_input = BoardInput(self.journal, self.outputs, driver, self.health)
+        self.journal.changed = self.outputs.redraw
+        self.journal.wake = self.publisher.wake
+        self.link: LinkClient | None = None
+        if config.link is not None:  # a table with linked meters (docs/link.md)
+            self.link = LinkClient(self.journal, config, config.link)
+            self.journal.meter_port = LINKED_PORT
+            self.journal.link_book = self.link.book
+            self.journal.link_wake = self.link.wake
+            self.link.changed = self.outputs.redraw
+        self.metrics_port: int | None = None
+        self._stop = asyncio.Event()
+        self._control: ControlServer | None = None
+        self._exit_status = 0
+
+    # ------------------------------------------------------------- what tests look at
+    @property
+    def config(self) -> DaemonConfig:
+        return self.journal.config
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.journal.ledger
+
+    @property
+    def state(self) -> TableState:
+        return self.journal.state
+
+    async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.journal.db(fn, *args, **kwargs)
+
+    async def apply(self, command: Command, *, idempotency_key: str | None = None) -> bool:
+        return await self.journal.apply(command, idempotency_key=idempotency_key)
+
+    async def _ledger_head(self) -> tuple[int, str] | None:
+        """The ledger's head for the MQTT status, read on the ledger thread (so the seq and
+        hash are one commit's); None before the ledger is open, or if the ledger thread is
+        busy for longer than a status can wait (the status then goes out without it)."""
+        j = self.journal
+        ledger = getattr(j, "ledger", None)
+        if ledger is None:
+            return None
+        try:
+            async with asyncio.timeout(HEAD_READ_TIMEOUT_S):
+                return await j.db(lambda: (ledger.head_seq, ledger.head_hash))
+        except TimeoutError:
+            return None
+
+    def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(what, detail)
+
+    # ------------------------------------------------------------- life
+    async def start(self) -> None:
+        """Open the ledger (recovering the round in progress) and journal the start."""
+        j, cfg = self.journal, self.journal.config
+        await j.open(self.version)
+        if self.link is not None:
+            await self.link.load()
+        structlog.contextvars.bind_contextvars(table=j.params.table_id, round=j.state.round)
+        if cfg.metrics.enabled:
+            link = self.link.status if self.link is not None else None
+            view = MetricsView(j, self.health, self.driver, self.version, link)
+            j.metrics = TableMetrics(view)
+            self.metrics_port = j.metrics.serve(cfg.metrics.address, cfg.metrics.port)
+            log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
+        await j.record(
+            "daemon_started",
+            {"version": self.version, "config_digest": cfg.digest, "head_seq": j.ledger.head_seq},
+        )
+        await self.self_check()
+        # Closed until the board says hello; a round in progress keeps its state.
+        await j.apply(SetClosed(reason=BOARD_OFFLINE, closed=True, at=j.clock(), actor="system"))
+        self.outputs.redraw()
+
+    async def self_check(self) -> bool:
+        """Software, configuration and ledger chain head; journaled and published.
+
+        A failure keeps the progressive closed (until a start whose check passes).
+        """
+        j, cfg = self.journal, self.journal.config
+        paytable = Path(j.params.paytable.source)
+        result = await asyncio.to_thread(
+            run_selfcheck,
+            ledger_path=cfg.ledger.path,
+            config_path=cfg.source,
+            paytable_path=paytable if paytable.is_file() else None,
+            expected_software=cfg.selfcheck.software_sha256,
+        )
+        await j.record(
+            "self_check", {"ok": result.ok, "problems": result.problems, **result.detail}
+        )
+        now = j.clock()
+        if result.ok:
+            log.info("self-check passed", **result.detail)
+        else:
+            log.error("self-check failed: the progressive stays closed", problems=result.problems)
+        closed = not result.ok
+        await j.apply(SetClosed(reason=SELF_CHECK_FAILED, closed=closed, at=now, actor="system"))
+        return result.ok
+
+    def _task_ended(self, task: asyncio.Task[Any]) -> None:
+        """Crash-only: a core task that ends on its own stops the daemon with status 1.
+
+        systemd (Restart=always) then starts it again from the ledger, which is the state
+        it would have had anyway; running on without the board, the broker or the input
+        loop would only hide the fault.
+        """
+        if task.cancelled() or self._stop.is_set():
+            return
+        exc = task.exception()
+        log.error("core task ended: stopping for a restart", task=task.get_name(), error=repr(exc))
+        self._exit_status = 1
+        self._stop.set()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, install_signals: bool = True) -> int:
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`); returns the exit status."""
+        loop = asyncio.get_running_loop()
+        if install_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        j, cfg = self.journal, self.journal.config
+        tasks = [
+            loop.create_task(self.publisher.run(), name="mqtt"),
+            loop.create_task(self.driver.run(), name="board"),
+            loop.create_task(self.board_input.run(), name="input"),
+            loop.create_task(housekeeping(j, self.health), name="housekeeping"),
+        ]
+        if self.link is not None:
+            tasks.append(loop.create_task(self.link.run(), name="link"))
+        if self.notifier.watchdog_interval_s is not None:
+            tasks.append(loop.create_task(watchdog(j, self.health, self.notifier), name="watchdog"))
+        for task in tasks:
+            task.add_done_callback(self._task_ended)
+        log.info(
+            "running",
+            table=j.params.table_id,
+            paytable=j.params.paytable.id,
+            ledger=str(cfg.ledger.path),
+            broker=f"{cfg.mqtt.host}:{cfg.mqtt.port}",
+        )
+        port = DaemonDesk(
+            j,
+            self.board_input,
+            self.driver,
+            self.health,
+            version=self.version,
+            metrics_port=lambda: self.metrics_port,
+            link_status=self.link.status if self.link is not None else lambda: None,
+        )
+        desk = OperatorDesk(port)
+        control = ControlServer(cfg.control.socket, cfg.control.group, desk.handle, desk.refused)
+        await control.start()
+        self._control = control
+        self._notify("ready", {})
+        loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(log_task_error)
+        self.notifier.ready(f"table {j.params.table_id} running")
+        await self._stop.wait()
+        self.notifier.stopping()
+        await self.shutdown(tasks)
+        return self._exit_status
+
+    async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
+        """Finish the open transaction, journal the stop, publish offline, close."""
+        j = self.journal
+        async with j.lock:  # waits for a command being journaled
+            for task in tasks:
+                if task.get_name() in ("input", "housekeeping", "watchdog", "link"):
+                    task.cancel()
+            with contextlib.suppress(LedgerError):
+                await j.db(
+                    j.ledger.record,
+                    "daemon_stopped",
+                    {"version": self.version},
+                    at=j.clock(),
+                    actor="system",
+                )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._drain_outbox(), timeout=2.0)
+        if self._control is not None:
+            await self._control.stop()
+        await self.publisher.stop()
+        await self.driver.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await j.db(j.ledger.close)
+        j.close_thread()
+        log.info("stopped", table=j.params.table_id)
+
+    async def _seed_hits(self) -> None:
+        """Hits and wins per hand from the ledger (a read-only scan, off the event loop).
+
+        Commands wait meanwhile (the board is still saying hello at start), so no event
+        is counted twice or missed.
+        """
+        j = self.journal
+        async with j.lock:
+            report = await asyncio.to_thread(reports.meters, j.config.ledger.path)
+            fresh = HitCounts()
+            fresh.seed(report)
+            with j.hits.lock:
+                j.hits.progressive_in = fresh.progressive_in
+                j.hits.hits, j.hits.wins = fresh.hits, fresh.wins
+
+    async def _drain_outbox(self) -> None:
+        while self.publisher.connected and not await self.journal.outbox_empty():
+            self.publisher.wake()
+            await asyncio.sleep(0.05)
+
+
+class _PublisherHooks:
+    """The publisher's hooks, forwarded to the outputs (built after the publisher)."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def broker_up(self, up: bool) -> None:
+        self._controller.outputs.broker_up(up)
+
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
+        self._controller.outputs.published(topic, seq, first_seen)
+
+
+async def run_daemon(config: DaemonConfig) -> int:
+    controller = Controller(config)
+    return await controller.run()

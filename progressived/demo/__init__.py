@@ -1,0 +1,2 @@
+"""``progressived demo``: one table, or a linked meter across several tables, on this machine.
+"""

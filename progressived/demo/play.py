@@ -1,0 +1,219 @@
+"""The demo while it plays: its processes, the sign it watches, the script and the typing.
+
+Why a module of its own: :mod:`progressived.demo.table` prepares (broker, config, ledger, banner)
+and cleans up (Ctrl-C, SIGTERM, the working directory); this module runs the board
+simulator, the web sign and the daemon as child processes, tees their output to their logs
+and the screen, subscribes as a sign does and drives the scripted rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+
+from progressived.demo.console import daemon_problem, narrate, tee_lines
+from progressived.demo.script import ROUNDS, await_reconciled, forward_typing, play_script
+from progressived.signs.screen import Screen
+from progressived.signs.terminal import SignView
+from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
+
+TABLE = "demo-1"
+
+
+@contextlib.contextmanager
+def _process(cmd: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(cmd, text=True, **kwargs)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+async def _watch(
+    host: str,
+    port: int,
+    view: SignView,
+    events: list[dict[str, Any]],
+    screen: Screen,
+    plain: bool,
+) -> None:
+    """Subscribe as a sign does: the sign frame and, in words, each table event."""
+    async with aiomqtt.Client(host, port) as client:
+        await client.subscribe(f"progressive/table/{TABLE}/#", qos=1)
+        async for message in client.messages:
+            payload = message.payload
+            if not isinstance(payload, (bytes, bytearray)):
+                continue
+            topic = str(message.topic)
+            event: dict[str, Any] | None = None
+            if topic.endswith("/event"):
+                with contextlib.suppress(ValueError):
+                    loaded = json.loads(payload)
+                    event = loaded if isinstance(loaded, dict) else None
+            if event is not None:
+                if any(e.get("seq") == event.get("seq") for e in events[-50:]):
+                    continue  # the same event delivered again after a reconnect
+                events.append(event)
+            if view.apply(topic, bytes(payload)):
+                screen.sign(view.plain() if plain else view.render())
+            said = narrate(event) if event is not None else None
+            if said:
+                screen.say(said)
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(timeout=5)
+
+
+# The sign watcher's event loop while the demo plays: a Ctrl-C that lands while it runs
+# leaves the MQTT client's tasks pending, and at exit they (and the client's socket
+# callbacks into a closed loop) would print tracebacks.
+_OPEN_LOOPS: list[asyncio.AbstractEventLoop] = []
+
+
+def close_loops() -> None:
+    """Cancel what an interrupted loop still runs (the MQTT client disconnects), close it."""
+    while _OPEN_LOOPS:
+        loop = _OPEN_LOOPS.pop()
+        if loop.is_closed():
+            continue
+        # The broker got the same SIGINT: the client's teardown errors say nothing new.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def play(
+    work: Path,
+    config: Path,
+    host: str,
+    port: int,
+    headless: bool,
+    rounds: int,
+    screen: Screen,
+    web_port: int,
+) -> int:
+    said: queue.Queue[str] = queue.Queue()  # lines from the output threads, drawn by this one
+    interactive = threading.Event()
+    log_lock = threading.Lock()
+    link = work / "board"
+    sim_cmd = [*PROGRESSIVECTL, "simulate-board", "--link", str(link), "--seats", "7"]
+    sim_cmd += ["--heartbeat", "0.5"]
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
+    threads: list[threading.Thread] = []
+    with contextlib.ExitStack() as stack:
+        sim_log = stack.enter_context((work / "board.log").open("w"))
+        daemon_log = stack.enter_context((work / "daemon.log").open("w"))
+        # Unwound in reverse: the processes stop, their last lines reach the logs, then the
+        # logs close.
+        stack.callback(_join, threads)
+        sim = stack.enter_context(_process(sim_cmd, stdin=subprocess.PIPE, **pipes))
+        assert sim.stdin is not None
+        assert sim.stdout is not None
+        assert sim.stderr is not None
+
+        def board_answer(line: str) -> str | None:
+            # The lights change with every bet and key; during the script they would crowd
+            # out the narration, so they are shown once someone is typing.
+            if line.startswith("lights") and not interactive.is_set():
+                return None
+            return f"board: {line}"
+
+        threads.append(tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock))
+
+        def board_error(line: str) -> str:
+            return f"board error: {line.removeprefix('stdin: ')}"
+
+        threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
+        _wait_for(link.exists, 20, "the board simulator's pty")
+        # The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log.
+        web_log = stack.enter_context((work / "websign.log").open("w"))
+        web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
+        web_cmd += ["--listen", f"127.0.0.1:{web_port}"]
+        stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+        with _process(
+            [*PROGRESSIVED, "run", "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            bufsize=1,
+        ) as daemon:
+            assert daemon.stdout is not None
+            threads.append(
+                tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            )
+            view = SignView("progressive", "main", TABLE)
+            events: list[dict[str, Any]] = []
+            loop = asyncio.new_event_loop()
+            watcher = loop.create_task(_watch(host, port, view, events, screen, plain=headless))
+            _OPEN_LOOPS.append(loop)  # for a Ctrl-C: see close_loops
+
+            def pump(seconds: float) -> None:
+                loop.run_until_complete(asyncio.sleep(seconds))
+                if watcher.done() and watcher.exception():
+                    raise RuntimeError(f"sign subscriber failed: {watcher.exception()}")
+                while not said.empty():
+                    screen.say(said.get_nowait())
+                screen.draw()
+
+            def type_line(line: str) -> None:
+                assert sim.stdin is not None
+                try:
+                    sim.stdin.write(line.rstrip("\n") + "\n")
+                    sim.stdin.flush()
+                except (BrokenPipeError, ValueError):  # after `quit`: the simulator is gone
+                    said.put("board error: the board simulator has stopped; Ctrl-C ends the demo")
+
+            def online() -> bool:
+                pump(0.1)
+                return any(e.get("kind") == "board_online" for e in events)
+
+            try:
+                _wait_for(online, 30, "the daemon to see the board")
+                count = rounds if headless else len(ROUNDS)
+                played = play_script(count, type_line, pump, screen)
+                reconciled = await_reconciled(events, played, pump)
+                screen.say(f"rounds reconciled: {reconciled} of {played}; meter {view.display}")
+                pump(0)
+                if headless:
+                    return 0 if reconciled >= played and daemon.poll() is None else 1
+                interactive.set()
+                forward_typing(type_line, pump, screen)
+                return 0
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(watcher)
+                loop.close()

@@ -1,0 +1,139 @@
+"""One batch of table messages through the link book (pure: no I/O, no clock).
+
+The controller drains what the broker delivered (up to ``[link] batch_max``), runs each
+message through :func:`progressived.link.core.book.receive` on the book as last committed,
+commits the steps with one :meth:`LinkJournal.commit` (group commit), and only then
+publishes the replies and the meters that changed. Every message of a batch is answered
+with the link ledger's head as of the commit before the batch (what ``receive`` is given),
+so a replay reproduces each result exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from progressived.link.core import book
+from progressived.link.core import params as lp
+from progressived.link.core.messages import (
+    AwardUpdate,
+    Head,
+    LinkedMeter,
+    Result,
+    encode,
+    meter_topic,
+    to_table_topic,
+)
+from progressived.link.core.state import Applied, BookState, Refused, Step
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A message as the broker delivered it, with the link's receive time (ms)."""
+
+    topic: str
+    payload: bytes
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    topic: str
+    payload: bytes
+    retain: bool = False
+
+
+@dataclass
+class Outcome:
+    """What a batch did: the steps to commit, what to publish after, and how it went."""
+
+    steps: list[tuple[Step, int]] = field(default_factory=list)
+    replies: list[Outgoing] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)  # applied|refused|resend|duplicate
+    refusals: list[Refused] = field(default_factory=list)  # not consuming a sequence
+    final_refusals: list[Applied] = field(default_factory=list)  # consumed, refused on content
+    state: BookState = field(default_factory=BookState)  # the book after the batch
+
+    @property
+    def needs_commit(self) -> bool:
+        return any(step.events for step, _ in self.steps)
+
+
+def sender_of(prefix: str, link: str, topic: str) -> str:
+    """The table a ``.../from/<table>`` topic names (its last level, whatever it is).
+
+    A topic level that is not a valid table id is given to the book as it is: the book then
+    refuses the message as ``forged`` or ``unknown-table``, journaled like any refusal.
+    """
+    head = f"{prefix}/link/{link}/from/"
+    return topic[len(head) :] if topic.startswith(head) else topic.rsplit("/", 1)[-1]
+
+
+def run_batch(
+    params: lp.LinkParams, state: BookState, head: Head, batch: list[Incoming], prefix: str
+) -> Outcome:
+    """Every message of ``batch`` through the book, in order, on ``state``."""
+    out = Outcome(state=state)
+    for item in batch:
+        table = sender_of(prefix, params.link_id, item.topic)
+        step = book.receive(
+            params, out.state, item.payload, topic_table=table, at_ms=item.at_ms, head=head
+        )
+        out.steps.append((step, item.at_ms))
+        out.state = step.state
+        _count(out, step)
+        for reply in step.replies:
+            if reply.table in params.tables:  # never a reply topic for a stranger
+                topic = to_table_topic(prefix, params.link_id, reply.table)
+                out.replies.append(Outgoing(topic, encode(reply)))
+    return out
+
+
+def _count(out: Outcome, step: Step) -> None:
+    for event in step.events:
+        if isinstance(event, Refused):
+            out.counts["refused"] += 1
+            out.refusals.append(event)
+        elif event.result.status == "applied":
+            out.counts["applied"] += 1
+        else:
+            out.counts["refused"] += 1
+            out.final_refusals.append(event)
+    if not step.events:
+        first = step.replies[0] if step.replies else None
+        if isinstance(first, Result) and first.status == "resend":
+            out.counts["resend"] += 1
+        else:
+            out.counts["duplicate"] += 1
+
+
+def meters(params: lp.LinkParams, state: BookState, head: Head) -> dict[str, LinkedMeter]:
+    """Every linked meter as published (retained)."""
+    return {spec.id: book.meter_view(params, state, spec.id, head) for spec in params.meters}
+
+
+def shown(meter: LinkedMeter) -> tuple[int, int, object]:
+    """What a sign shows of a meter: a change of these is worth a publish."""
+    return (meter.units, meter.epoch, meter.hit)
+
+
+def meter_messages(
+    params: lp.LinkParams, prefix: str, views: dict[str, LinkedMeter]
+) -> list[Outgoing]:
+    return [
+        Outgoing(meter_topic(prefix, params.link_id, meter_id), encode(view), retain=True)
+        for meter_id, view in views.items()
+    ]
+
+
+__all__ = [
+    "AwardUpdate",
+    "Incoming",
+    "Outcome",
+    "Outgoing",
+    "meter_messages",
+    "meters",
+    "run_batch",
+    "sender_of",
+    "shown",
+]

@@ -1,0 +1,33 @@
+"""What the link controller needs from its ledger: a small port (docs/link.md).
+
+:class:`progressived.link.store.ledger.LinkLedger` implements it (helper contract, section 1); the
+controller takes any implementation by injection, so its tests can run on a stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from progressived.link.core.messages import Head
+from progressived.link.core.state import BookState, Step
+
+
+class LinkJournal(Protocol):
+    """The link ledger as the controller uses it (one writer, called from one thread)."""
+
+    book: BookState  # the book as of the last committed transaction
+    head: Head  # the ledger's last committed (seq, hash)
+
+    def commit(self, steps: Sequence[tuple[Step, int]]) -> None:
+        """Journal a batch of book steps (step, receive time in ms) in ONE transaction.
+
+        Each step's ``Applied`` events become ``link_applied`` rows (with their postings and
+        the table's new high-water mark), its ``Refused`` events ``link_refused`` rows; then
+        ``book`` is the last step's state and ``head`` the new head. Raises
+        :class:`~progressived.ledger.LedgerUnavailable` on a disk or lock error, leaving
+        ``book`` and ``head`` as they were.
+        """
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,2 @@
+"""The link controller process: configuration, the broker session, metrics, the loops.
+"""

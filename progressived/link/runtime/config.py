@@ -1,0 +1,221 @@
+"""The link controller's configuration file: ``[link]``, ``[[link.meters]]`` and the daemon's
+``[mqtt]``, ``[ledger]``, ``[metrics]``, ``[control]``, ``[log]``, ``[selfcheck]`` sections.
+
+Each linked meter names a paytable: the hands it pays and their fractions of the meter,
+the wager base and the seed come from that file (its ``seed_rule`` is cited when a
+configured seed contradicts it). Validated whole, strictly (unknown keys are errors), then
+by :func:`progressived.link.core.params.validate`; any problem raises
+:class:`~progressived.config.table.ConfigError` naming the file, the key and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from progressived.config.daemon import (
+    ControlSection,
+    LedgerSection,
+    LogSection,
+    MetricsSection,
+    SelfCheckSection,
+)
+from progressived.config.paytables import Paytable, PaytableError, find_paytable
+from progressived.config.table import ConfigError, format_validation_error, read_toml
+from progressived.core.money import MoneyError, dollars, rate
+from progressived.link.core import params as lp
+from progressived.mqtt.config import MqttSection
+
+Amount = Decimal | int | str
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinkMeterSection(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
+    paytable: str
+    rate: Amount
+    reserve_rate: Amount = Decimal(0)
+    seed: Amount | None = None
+    limit: Amount | None = None
+    above_limit: lp.AboveLimit = lp.AboveLimit.RESERVE
+    wager: Amount | None = None
+
+
+class LinkSection(_Strict):
+    id: str = Field(pattern=_ID)
+    tables: list[str] = Field(min_length=1)
+    policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL
+    split_window_ms: int = Field(default=2000, ge=0, le=600_000)
+    heartbeat_s: float = Field(default=1.0, gt=0, le=60)
+    keep_results: int = Field(default=256, ge=1, le=1_000_000)
+    batch_max: int = Field(default=1024, ge=1, le=100_000)
+    paytables: Path | None = None
+    meters: list[LinkMeterSection] = Field(min_length=1)
+
+
+class LinkMetricsSection(MetricsSection):
+    """The link's defaults differ from a table's, so both can run on one machine."""
+
+    port: int = Field(default=9465, ge=0, le=65535)
+
+
+class LinkLedgerSection(LedgerSection):
+    path: Path = Path("/var/lib/progressived-link/link.db")
+
+
+class LinkControlSection(ControlSection):
+    socket: Path = Path("/run/progressived-link/control.sock")
+
+
+class _LinkModel(_Strict):
+    link: LinkSection
+    mqtt: MqttSection = Field(default_factory=MqttSection)
+    ledger: LinkLedgerSection = Field(default_factory=LinkLedgerSection)
+    metrics: LinkMetricsSection = Field(default_factory=LinkMetricsSection)
+    control: LinkControlSection = Field(default_factory=LinkControlSection)
+    log: LogSection = Field(default_factory=LogSection)
+    selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """Everything the link controller needs, validated."""
+
+    source: Path
+    digest: str
+    params: lp.LinkParams
+    heartbeat_s: float
+    batch_max: int
+    paytables: tuple[Path, ...]  # the paytable files the meters cite (for the self-check)
+    mqtt: MqttSection
+    ledger: LedgerSection
+    metrics: MetricsSection
+    control: ControlSection
+    log: LogSection
+    selfcheck: SelfCheckSection
+
+
+def is_link_config(data: Mapping[str, Any]) -> bool:
+    """A file with a ``[link]`` section and no ``[table]`` is a link controller's."""
+    return "link" in data and "table" not in data
+
+
+def _money(source: str, key: str, value: Amount) -> int:
+    try:
+        return dollars(value)
+    except MoneyError as exc:
+        raise ConfigError(f"{source}: {key}: {exc}") from None
+
+
+def _hands(paytable: Paytable) -> dict[str, Any]:
+    """The paytable's hands paid as a fraction of a meter (PMG: royal 1, straight 1/10)."""
+    return {r.hand.value: r.pay.percent for r in paytable.hands if r.pay.from_meter}
+
+
+def _meter(source: str, index: int, m: LinkMeterSection, folder: Path | None) -> lp.MeterSpec:
+    key = f"link.meters[{index}]"
+    try:
+        paytable = find_paytable(m.paytable, folder)
+    except PaytableError as exc:
+        raise ConfigError(f"{source}: {key}.paytable: {exc}") from None
+    hands = _hands(paytable)
+    if not hands:
+        raise ConfigError(
+            f"{source}: {key}.paytable: paytable {paytable.id} pays no hand from a meter"
+        )
+    wager = paytable.wager if m.wager is None else _money(source, f"{key}.wager", m.wager)
+    if paytable.seed is not None:
+        scaled = paytable.seed * wager // paytable.wager
+        seed = scaled if m.seed is None else _money(source, f"{key}.seed", m.seed)
+        if seed != scaled:
+            raise ConfigError(
+                f"{source}: {key}.seed: {m.seed} differs from the seed paytable {paytable.id} "
+                f"requires at this wager ({paytable.seed_rule}); leave it out or set it to that"
+            )
+    elif m.seed is None:
+        raise ConfigError(f"{source}: {key}.seed: paytable {paytable.id} states no seed; give one")
+    else:
+        seed = _money(source, f"{key}.seed", m.seed)
+    try:
+        meter_rate, reserve_rate = rate(m.rate), rate(m.reserve_rate)
+    except MoneyError as exc:
+        raise ConfigError(f"{source}: {key}: {exc}") from None
+    return lp.MeterSpec(
+        m.id,
+        seed=seed,
+        rate=meter_rate,
+        reserve_rate=reserve_rate,
+        limit=None if m.limit is None else _money(source, f"{key}.limit", m.limit),
+        above_limit=m.above_limit,
+        wager_base=wager,
+        hands=hands,
+    )
+
+
+def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") -> LinkConfig:
+    src = str(source)
+    try:
+        model = _LinkModel.model_validate(dict(data))
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(src, exc)) from None
+    link = model.link
+    folder = link.paytables
+    if folder is not None and not folder.is_absolute():
+        folder = source.parent / folder
+    for index, table in enumerate(link.tables):
+        if re.fullmatch(_ID, table) is None:
+            raise ConfigError(f"{src}: link.tables[{index}]: {table!r} is not a table id")
+    if len(set(link.tables)) != len(link.tables):
+        raise ConfigError(f"{src}: link.tables: a table is listed twice")
+    meters = tuple(_meter(src, i, m, folder) for i, m in enumerate(link.meters))
+    params = lp.LinkParams(
+        link.id,
+        meters,
+        frozenset(link.tables),
+        policy=link.policy,
+        split_window_ms=link.split_window_ms,
+        keep_results=link.keep_results,
+    )
+    try:
+        lp.validate(params)
+    except lp.LinkParamsError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+    if model.mqtt.password_file is not None and not model.mqtt.password_file.is_file():
+        raise ConfigError(f"{src}: mqtt.password_file: no such file {model.mqtt.password_file}")
+    ledger = model.ledger
+    if not ledger.path.is_absolute():
+        ledger = ledger.model_copy(update={"path": source.parent / ledger.path})
+    cited = {Path(find_paytable(m.paytable, folder).source) for m in link.meters}
+    return LinkConfig(
+        source=source,
+        digest=hashlib.sha256(raw).hexdigest() if raw else "",
+        params=params,
+        heartbeat_s=link.heartbeat_s,
+        batch_max=link.batch_max,
+        paytables=tuple(sorted(p for p in cited if p.is_file())),
+        mqtt=model.mqtt,
+        ledger=ledger,
+        metrics=model.metrics,
+        control=model.control,
+        log=model.log,
+        selfcheck=model.selfcheck,
+    )
+
+
+def load_link_config(path: Path) -> LinkConfig:
+    """Read and validate a link controller's configuration file."""
+    data = read_toml(path)
+    if "link" not in data:
+        raise ConfigError(f"{path}: link: missing required section [link]")
+    return link_config_from(data, path, path.read_bytes())

@@ -1,0 +1,102 @@
+"""The terminal sign following a link: the linked meter and its last hit (docs/link.md).
+
+A linked meter is published by the link controller alone, retained, on
+``<prefix>/link/<link>/meter/<meter>``, ordered by ``(epoch, lseq)``: the sign never shows
+an older pair than one it showed (a repeat or a late delivery changes nothing). A new
+``hit`` puts up the winning table's banner, then the meter's new value stays. Pure, like
+:class:`progressived.signs.terminal.SignView`: messages in, text out.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from progressived.core.money import UNITS_PER_CENT
+from progressived.signs.terminal import big, dollars
+
+BANNER_S = 30.0
+
+
+def link_meter_topic(prefix: str, link: str, meter: str) -> str:
+    return f"{prefix}/link/{link}/meter/{meter}"
+
+
+@dataclass
+class LinkSignView:
+    """What a sign shows for one linked meter."""
+
+    prefix: str
+    link_id: str
+    meter_id: str
+    display: str = "----"
+    state: str = "waiting"
+    order: tuple[int, int] = (-1, -1)
+    last_hit: dict[str, Any] | None = None
+    heard: bool = False
+    banner: str = ""
+    banner_until: float = 0.0
+    waiting_for: str = ""
+    tables: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def meter_topic(self) -> str:
+        return link_meter_topic(self.prefix, self.link_id, self.meter_id)
+
+    def topics(self) -> tuple[str, ...]:
+        return (self.meter_topic,)
+
+    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
+        """Take one message; returns whether the view changed. Bad payloads are ignored."""
+        now = time.monotonic() if now is None else now
+        if topic != self.meter_topic:
+            return False
+        try:
+            data = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            return False
+        if not isinstance(data, dict) or data.get("link") != self.link_id:
+            return False
+        units, epoch, lseq = data.get("units"), data.get("epoch"), data.get("lseq")
+        if type(units) is not int or type(epoch) is not int or type(lseq) is not int:
+            return False
+        if (epoch, lseq) <= self.order:
+            return False  # older than, or the same as, the value shown
+        self.order, self.state = (epoch, lseq), "open"
+        self.display = dollars(units // UNITS_PER_CENT)
+        hit = data.get("hit")
+        if isinstance(hit, dict) and hit != self.last_hit:
+            if self.heard:  # a sign just started does not announce an old hit
+                amount = dollars(int(hit.get("units", 0)) // UNITS_PER_CENT)
+                self.banner = (
+                    f"*** WINNER: table {hit.get('table')} seat {hit.get('seat')} "
+                    f"{hit.get('hand')} {amount} ***"
+                )
+                self.banner_until = now + BANNER_S
+            self.last_hit = hit
+        self.heard = True
+        return True
+
+    def status_line(self) -> str:
+        if self.state == "waiting":
+            return f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
+        return ""
+
+    def render(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        lines = [f"linked progressive {self.meter_id} (link {self.link_id})", ""]
+        lines += [big(self.display), ""]
+        status = self.status_line()
+        if status:
+            lines.append(f"[ {status} ]")
+        if self.banner and now < self.banner_until:
+            lines.append(self.banner)
+        if self.tables:  # only ever "broker unreachable" here
+            lines.append(", ".join(f"{k}: {v}" for k, v in sorted(self.tables.items())))
+        return "\n".join(lines)
+
+    def plain(self) -> str:
+        banner = f" {self.banner}" if self.banner else ""
+        return f"{self.meter_id} {self.display} {self.status_line() or 'OPEN'}{banner}"

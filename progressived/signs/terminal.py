@@ -1,0 +1,312 @@
+"""A terminal meter sign: subscribes as a real sign would and draws the meter in big digits.
+
+The view (:class:`SignView`) is pure — messages in, text out — so it is tested without a
+terminal; :func:`run_sign` is the MQTT loop around it. A sign shows one table's meter and
+subscribes to that table's topics only; a new ``boot`` in the table's ``online`` status
+restarts its ``seq`` expectation (docs/mqtt.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
+
+import aiomqtt
+
+from progressived.mqtt.payloads import (
+    event_problem,
+    event_topic,
+    meter_problem,
+    meter_topic,
+    status_topic,
+)
+from progressived.signs.broker import (
+    EXIT_NOT_AUTHORISED,
+    BrokerLogin,
+    NotAuthorised,
+    not_authorised,
+    why_unreachable,
+)
+from progressived.signs.screen import redraw
+
+
+class View(Protocol):
+    """What :func:`run_sign` draws: a table's meter (:class:`SignView`) or a linked one
+    (:class:`progressived.signs.link.LinkSignView`)."""
+
+    state: str
+    waiting_for: str
+    tables: dict[str, str]
+
+    @property
+    def meter_topic(self) -> str: ...
+    def topics(self) -> tuple[str, ...]: ...
+    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool: ...
+    def render(self, now: float | None = None) -> str: ...
+    def plain(self) -> str: ...
+
+_FONT: dict[str, tuple[str, ...]] = {
+    "0": (" ### ", "#   #", "#   #", "#   #", " ### "),
+    "1": ("  #  ", " ##  ", "  #  ", "  #  ", " ### "),
+    "2": (" ### ", "#   #", "  ## ", " #   ", "#####"),
+    "3": ("#### ", "    #", " ### ", "    #", "#### "),
+    "4": ("#   #", "#   #", "#####", "    #", "    #"),
+    "5": ("#####", "#    ", "#### ", "    #", "#### "),
+    "6": (" ### ", "#    ", "#### ", "#   #", " ### "),
+    "7": ("#####", "    #", "   # ", "  #  ", "  #  "),
+    "8": (" ### ", "#   #", " ### ", "#   #", " ### "),
+    "9": (" ### ", "#   #", " ####", "    #", " ### "),
+    "$": (" ####", "# #  ", " ### ", "  # #", "#### "),
+    ",": ("   ", "   ", "   ", " # ", "#  "),
+    ".": ("  ", "  ", "  ", "  ", "# "),
+    "-": ("     ", "     ", "#####", "     ", "     "),
+}
+
+
+# The banner each award event puts up (docs/mqtt.md, "What a sign shows").
+_BANNERS = {
+    "award_keyed": "PENDING",  # awaits the supervisor
+    "award_approved": "APPROVED",  # split: approved, paid (and final) at RECONCILE
+    "award_confirmed": "WINNER",  # paid
+}
+
+
+def dollars(cents: int) -> str:
+    """Whole cents as signs show money: ``$1,234.56``."""
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+
+
+def big(text: str) -> str:
+    """``text`` in five-row block letters (digits, $, comma, point)."""
+    rows = ["", "", "", "", ""]
+    for char in text:
+        glyph = _FONT.get(char, ("   ",) * 5)
+        for index in range(5):
+            rows[index] += glyph[index] + " "
+    return "\n".join(row.rstrip() for row in rows)
+
+
+@dataclass
+class SignView:
+    """What one sign shows for one meter, updated from MQTT messages.
+
+    A winner banner stays 30 s, or until the winning table locks its next round, so a sign
+    never announces the last round's winner during the next one.
+    """
+
+    prefix: str
+    meter_id: str
+    table_id: str
+    display: str = "----"
+    state: str = "waiting"
+    seq: int = -1
+    tables: dict[str, str] = field(default_factory=dict)
+    banner: str = ""
+    banner_until: float = 0.0
+    banner_table: str = ""
+    seen_events: set[tuple[str, int]] = field(default_factory=set)
+    boot: str = ""  # the controller run whose meter seqs this view follows
+    waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
+
+    @property
+    def meter_topic(self) -> str:
+        return meter_topic(self.prefix, self.table_id, self.meter_id)
+
+    def topics(self) -> tuple[str, ...]:
+        """Status first: a new boot restarts the seq expectation."""
+        return (
+            status_topic(self.prefix, self.table_id),
+            self.meter_topic,
+            event_topic(self.prefix, self.table_id),
+        )
+
+    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
+        """Take one message; returns whether the view changed. Bad payloads are ignored."""
+        now = time.monotonic() if now is None else now
+        try:
+            data: dict[str, Any] = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            return False
+        if not isinstance(data, dict):
+            return False
+        parts = topic.split("/")
+        if topic == self.meter_topic:
+            if meter_problem(data, self.table_id, self.meter_id):
+                return False  # malformed (docs/mqtt.md): the last good value stays
+            if data["seq"] < self.seq:
+                return False  # an older value delivered late
+            self.seq, self.display, self.state = data["seq"], data["display"], data["state"]
+            return True
+        if topic == status_topic(self.prefix, self.table_id):
+            self.tables[parts[-2]] = str(data.get("status", "?"))
+            boot = data.get("boot")
+            if data.get("status") == "online" and isinstance(boot, str) and boot != self.boot:
+                # A new run of the controller: its seqs start again, and a stale or forged
+                # high seq retained from before must not freeze the sign.
+                self.boot = boot
+                self.seq = -1
+            return True
+        if topic == event_topic(self.prefix, self.table_id):
+            if event_problem(data, self.table_id):
+                return False  # malformed (docs/mqtt.md): changes nothing
+            key = (self.table_id, int(data["seq"]))
+            if key in self.seen_events:
+                return False  # a repeat after a reconnect: same ledger seq
+            self.seen_events.add(key)
+            kind = data.get("kind")
+            if kind == "round_locked" and self.banner and data.get("table") == self.banner_table:
+                self.banner, self.banner_until = "", 0.0  # that table's next round has begun
+                return True
+            verb = _BANNERS.get(str(kind))
+            if verb is not None and data.get("meter") == self.meter_id:
+                # WINNER only once the award is paid (award_confirmed): a keyed award may
+                # still be rejected or turned off, and under split an approved one repriced.
+                cents = data.get("cents", 0)
+                amount = dollars(cents if isinstance(cents, int) else 0)
+                self.banner = (
+                    f"*** {verb}: table {data.get('table')} seat {data.get('seat')} "
+                    f"{data.get('hand')} {amount} ***"
+                )
+                self.banner_until, self.banner_table = now + 30.0, str(data.get("table"))
+                return True
+            if (
+                kind in ("award_unkeyed", "award_reversed")
+                and data.get("meter") == self.meter_id
+                and self.banner.startswith("*** PENDING")
+            ):
+                self.banner, self.banner_until = "", 0.0  # the award awaits no one any more
+                return True
+            if kind == "award_rejected" and data.get("meter") == self.meter_id:
+                self.banner = f"award at table {data.get('table')} seat {data.get('seat')} rejected"
+                self.banner_until, self.banner_table = now + 10.0, str(data.get("table"))
+                return True
+        return False
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.tables) and all(v != "online" for v in self.tables.values())
+
+    def status_line(self) -> str:
+        if self.offline:
+            return "OFFLINE"
+        waiting = f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
+        return {"pending": "PENDING", "closed": "CLOSED", "open": "", "waiting": waiting}.get(
+            self.state, self.state.upper()
+        )
+
+    def render(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        lines = [f"progressive {self.meter_id}", "", big(self.display), ""]
+        status = self.status_line()
+        if status:
+            lines.append(f"[ {status} ]")
+        if self.banner and now < self.banner_until:
+            lines.append(self.banner)
+        tables = ", ".join(f"{t}: {s}" for t, s in sorted(self.tables.items()))
+        if tables:
+            lines.append(f"tables - {tables}")
+        return "\n".join(lines)
+
+    def plain(self) -> str:
+        """One line per update, for logs and tests."""
+        status = self.status_line() or "OPEN"
+        banner = f" {self.banner}" if self.banner else ""
+        return f"{self.meter_id} {self.display} {status}{banner}"
+
+
+def _refused(granted: object) -> bool:
+    """Whether a SUBACK refused the subscription (0x80, or an MQTT 5 failure code)."""
+    codes = granted if isinstance(granted, (list, tuple)) else [granted]
+    for code in codes:
+        value = getattr(code, "value", code)
+        if isinstance(value, int) and value >= 0x80:
+            return True
+    return False
+
+
+async def run_sign(
+    login: BrokerLogin,
+    prefix: str,
+    table_id: str,
+    meter_id: str,
+    *,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    plain: bool = False,
+    count: int | None = None,
+    reconnect_s: float = 1.0,
+    view: View | None = None,
+) -> int:
+    """Subscribe to one table's meter (or ``view``'s: a linked meter) and draw until
+    interrupted (or after ``count`` updates).
+
+    An unreachable broker is retried every ``reconnect_s``; a refused login or subscription
+    is reported in one line and returns ``EXIT_NOT_AUTHORISED`` (retrying cannot help).
+    """
+    if view is None:
+        view = SignView(prefix, meter_id, table_id)
+    view.waiting_for = f"a controller to publish {view.meter_topic} on {login.url}"
+    topics = view.topics()
+    updates = 0
+    unreachable = ""
+
+    def notice(line: str) -> None:
+        err.write(f"sign: {line}\n")
+        err.flush()
+
+    def draw() -> None:
+        if plain:
+            out.write(view.plain() + "\n")
+        else:
+            out.write(redraw(view.render(), out))
+        out.flush()
+
+    while True:
+        try:
+            async with login.client() as client:
+                for topic in topics:
+                    if _refused(await client.subscribe(topic, qos=1)):
+                        raise NotAuthorised(f"not authorised to read {topic}")
+                unreachable = ""
+                if view.state == "waiting":
+                    notice(f"connected; waiting for {view.waiting_for}")
+                    if not plain:
+                        draw()
+                async for message in client.messages:
+                    payload = message.payload
+                    if not isinstance(payload, (bytes, bytearray)):
+                        continue
+                    if not view.apply(str(message.topic), bytes(payload)):
+                        continue
+                    updates += 1
+                    draw()
+                    if count is not None and updates >= count:
+                        return 0
+        except NotAuthorised as exc:
+            notice(f"broker {login.url} refused this sign: {exc} (check the ACL)")
+            return EXIT_NOT_AUTHORISED
+        except aiomqtt.MqttError as exc:
+            if not_authorised(exc):
+                who = f"user {login.username!r}" if login.username else "an anonymous sign"
+                notice(
+                    f"broker {login.url} refused the login of {who}: not authorised "
+                    "(check --username and the password)"
+                )
+                return EXIT_NOT_AUTHORISED
+            reason = why_unreachable(exc)
+            if reason != unreachable:
+                unreachable = reason
+                notice(
+                    f"broker {login.url} unreachable ({reason}); retrying every {reconnect_s:g}s"
+                )
+            view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
+                table_id or "link": "broker unreachable"
+            }
+            if not plain:
+                draw()
+            await asyncio.sleep(reconnect_s)

@@ -1,0 +1,340 @@
+"""What the web sign shows, as a pure function of the MQTT messages it has read.
+
+One :class:`Floor` holds every *source* a sign may show. A source today is a table
+(``<prefix>/table/<id>/...``); a link of tables (issue 13) will be one more source kind with
+the same three topics (status, meter, event) under ``<prefix>/link/<id>/``: add it to
+``SOURCE_KINDS`` and the page shows it like a table. The rules follow docs/mqtt.md for
+signs: a meter value with a lower ``seq`` than the one shown is ignored, until the source's
+``online`` status carries a ``boot`` not seen before; events are recognised by their ledger
+``seq`` so a redelivery is not shown twice. No clock and no I/O here: ``now`` is passed in
+(monotonic seconds), so the rules are tested without a broker or a browser.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from progressived.core.money import UNITS_PER_CENT
+
+SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
+_SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
+# table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
+_REASONS = {"operator": "closed by an operator"}
+
+
+def dollars(cents: int) -> str:
+    """Whole cents as the sign shows them: ``$1,234.56``."""
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+
+
+@dataclass
+class Meter:
+    """One meter as last shown: never replaced by a lower ``seq`` of the same boot."""
+
+    meter: str
+    cents: int = 0
+    display: str = "----"
+    state: str = "waiting"
+    seq: int = -1
+    boot: str = ""
+    # The last message carried ``pending`` (docs/mqtt.md): the awards awaiting the supervisor
+    # come from the meter, and an award_keyed no newer than it does not add one.
+    lists_pending: bool = False
+    order: tuple[int, int] = (-1, -1)  # a linked meter's (epoch, lseq)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "meter": self.meter,
+            "cents": self.cents,
+            "display": self.display,
+            "state": self.state,
+            "seq": self.seq,
+            "boot": self.boot,
+        }
+
+
+@dataclass
+class Award:
+    """A meter award: pending (keyed, awaiting the supervisor) or the winner banner."""
+
+    meter: str
+    seat: int
+    hand: str
+    cents: int
+    round: int
+    until: float = 0.0  # monotonic end of the banner
+    table: str = ""  # the winning table, on a linked meter's banner (its own id otherwise)
+
+    def as_json(self, now: float) -> dict[str, Any]:
+        return {
+            "meter": self.meter,
+            "seat": self.seat,
+            "hand": self.hand,
+            "cents": self.cents,
+            "display": dollars(self.cents),
+            "round": self.round,
+            "table": self.table,
+            "remaining_ms": max(0, round((self.until - now) * 1000)),
+        }
+
+
+@dataclass
+class Source:
+    """One table (or, later, link): its status, meters, awards and this round's envy."""
+
+    kind: str
+    id: str
+    status: str = "unknown"  # online / offline / unknown (no status heard yet)
+    boot: str = ""
+    meters: dict[str, Meter] = field(default_factory=dict)
+    closed_reasons: set[str] = field(default_factory=set)
+    closed_seq: int = -1  # seq of the last meter that listed the closures (events up to it are old)
+    pending: list[Award] = field(default_factory=list)
+    banner: Award | None = None
+    envy_round: int = -1
+    envy: list[dict[str, Any]] = field(default_factory=list)
+    seen: dict[int, None] = field(default_factory=dict)  # insertion-ordered event seqs
+    last_hit: dict[str, dict[str, Any]] = field(default_factory=dict)  # per linked meter
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.id}"
+
+    def why_closed(self) -> str:
+        """Why the progressive is closed here, in words for the floor ("" when it is not)."""
+        if self.status == "offline":
+            return "controller offline"
+        return "; ".join(_REASONS.get(r, r) for r in sorted(self.closed_reasons))
+
+    def as_json(self, now: float) -> dict[str, Any]:
+        banner = self.banner if self.banner is not None and self.banner.until > now else None
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "id": self.id,
+            "status": self.status,
+            "boot": self.boot,
+            "closed_reason": self.why_closed(),
+            "meters": [self.meters[m].as_json() for m in sorted(self.meters)],
+            "pending": [a.as_json(now) for a in self.pending],
+            "banner": banner.as_json(now) if banner is not None else None,
+            "envy_round": self.envy_round,
+            "envy": list(self.envy),
+        }
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+@dataclass
+class Floor:
+    """Every source the sign has heard of, updated one MQTT message at a time."""
+
+    prefix: str = "progressive"
+    banner_s: float = 30.0
+    sources: dict[str, Source] = field(default_factory=dict)
+    problem: str = ""  # why the last message was refused as malformed ("" if it was not)
+
+    def parse(self, topic: str) -> tuple[str, str, list[str]] | None:
+        """``(kind, id, rest)`` of a topic under the prefix, or None if not a sign topic."""
+        parts = topic.split("/")
+        head = self.prefix.split("/")
+        if parts[: len(head)] != head or len(parts) < len(head) + 3:
+            return None
+        kind, ident, rest = parts[len(head)], parts[len(head) + 1], parts[len(head) + 2 :]
+        if kind not in SOURCE_KINDS or not ident:
+            return None
+        return kind, ident, rest
+
+    def source(self, kind: str, ident: str) -> Source:
+        key = f"{kind}/{ident}"
+        if key not in self.sources:
+            self.sources[key] = Source(kind, ident)
+        return self.sources[key]
+
+    def apply(self, topic: str, payload: bytes, now: float) -> str | None:
+        """Take one message; returns the key of the source it changed, or None.
+
+        Malformed payloads, unknown topics, late (lower ``seq``) meters and repeated events
+        change nothing.
+        """
+        self.problem = ""
+        where = self.parse(topic)
+        if where is None:
+            return None
+        try:
+            data = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            self.problem = "not JSON"
+            return None
+        if not isinstance(data, dict):
+            self.problem = "not a JSON object"
+            return None
+        kind, ident, rest = where
+        src = self.source(kind, ident)
+        if kind == "link":
+            if len(rest) == 2 and rest[0] == "meter" and rest[1]:
+                return src.key if self._link_meter(src, rest[1], data, now) else None
+            return None
+        if rest == ["status"]:
+            changed = self._status(src, data)
+        elif len(rest) == 2 and rest[0] == "meter" and rest[1]:
+            changed = self._meter(src, rest[1], data)
+        elif rest == ["event"]:
+            changed = self._event(src, data, now)
+        else:
+            return None
+        return src.key if changed else None
+
+    def _status(self, src: Source, data: dict[str, Any]) -> bool:
+        status = data.get("status")
+        if status not in ("online", "offline"):
+            self.problem = f"status {status!r} is neither online nor offline"
+            return False
+        boot = data.get("boot")
+        if status == "online" and isinstance(boot, str) and boot and boot != src.boot:
+            # A new run of the controller: its seqs start again (docs/mqtt.md), and what we
+            # knew of its closed reasons and pending awards comes back with its messages.
+            src.boot = boot
+            for meter in src.meters.values():
+                meter.seq = -1
+            src.closed_reasons.clear()
+            src.closed_seq = -1
+            src.pending.clear()
+        src.status = str(status)
+        return True
+
+    def _meter(self, src: Source, meter_id: str, data: dict[str, Any]) -> bool:
+        cents, seq = data.get("cents"), data.get("seq")
+        if not isinstance(cents, int) or not isinstance(seq, int) or isinstance(seq, bool):
+            self.problem = "a meter needs integer cents and seq"
+            return False
+        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        if seq < meter.seq:
+            return False  # older than the value already shown
+        state = data.get("state")
+        if state not in ("open", "pending", "closed"):
+            self.problem = f"meter state {state!r} is not open, pending or closed"
+            return False
+        meter.seq, meter.cents, meter.boot = seq, cents, src.boot
+        display = data.get("display")
+        meter.display = display if isinstance(display, str) else dollars(cents)
+        meter.state = str(state)
+        pending = data.get("pending")
+        meter.lists_pending = isinstance(pending, list)
+        if isinstance(pending, list):
+            # What awaits the supervisor on this meter now, for a sign that saw no award_keyed.
+            src.pending = [a for a in src.pending if a.meter != meter_id] + [
+                Award(
+                    meter_id, _int(p.get("seat")), str(p.get("hand", "")), _int(p.get("cents")), -1
+                )
+                for p in pending
+                if isinstance(p, dict)
+            ]
+        closed = data.get("closed")
+        if isinstance(closed, list):
+            src.closed_reasons = {str(r) for r in closed}
+            src.closed_seq = max(src.closed_seq, seq)
+        return True
+
+    def _link_meter(self, src: Source, meter_id: str, data: dict[str, Any], now: float) -> bool:
+        """A linked meter (docs/link.md): ordered by ``(epoch, lseq)``, never an older one;
+        a new ``hit`` puts up the winning table's banner."""
+        units, epoch, lseq = data.get("units"), data.get("epoch"), data.get("lseq")
+        if type(units) is not int or type(epoch) is not int or type(lseq) is not int:
+            self.problem = "a linked meter needs integer units, epoch and lseq"
+            return False
+        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        if (epoch, lseq) <= meter.order:
+            return False  # older than (or the same as) the value already shown
+        first = meter.order == (-1, -1)  # a sign just started: the retained value
+        meter.order, meter.seq = (epoch, lseq), lseq
+        meter.cents = units // UNITS_PER_CENT
+        meter.display, meter.state = dollars(meter.cents), "open"
+        src.status = "online"
+        hit = data.get("hit")
+        if isinstance(hit, dict) and hit != src.last_hit.get(meter_id):
+            src.last_hit[meter_id] = hit
+            if not first:  # a sign that just started does not announce an old hit
+                src.banner = Award(
+                    meter_id,
+                    _int(hit.get("seat")),
+                    str(hit.get("hand", "")),
+                    _int(hit.get("units")) // UNITS_PER_CENT,
+                    -1,
+                    now + self.banner_s,
+                    str(hit.get("table", "")),
+                )
+        return True
+
+    def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:
+        seq = data.get("seq")
+        if not isinstance(seq, int):
+            self.problem = "an event needs an integer seq"
+            return False
+        if seq in src.seen:
+            return False  # a redelivery of one already shown
+        src.seen[seq] = None
+        if len(src.seen) > _SEEN_EVENTS_KEPT:
+            del src.seen[next(iter(src.seen))]
+        kind = data.get("kind")
+        rnd = _int(data.get("round"), -1)
+        award = Award(
+            str(data.get("meter", "")),
+            _int(data.get("seat")),
+            str(data.get("hand", "")),
+            _int(data.get("cents")),
+            rnd,
+        )
+        same = (award.meter, award.seat, award.hand)
+
+        def others() -> list[Award]:
+            return [a for a in src.pending if (a.meter, a.seat, a.hand) != same]
+
+        shown = src.meters.get(award.meter)
+        match kind:
+            case "award_keyed":
+                if shown is not None and shown.lists_pending and shown.seq >= seq:
+                    return False  # the meter, newer, already says what awaits the supervisor
+                src.pending = [*others(), award]
+            case "award_confirmed":
+                src.pending = others()
+                award.until = now + self.banner_s
+                src.banner = award
+            case "award_rejected" | "award_unkeyed" | "award_reversed" | "award_approved":
+                src.pending = others()  # approved (split): no longer awaits the supervisor
+            case "round_locked":
+                if rnd != src.envy_round:
+                    src.envy_round, src.envy = rnd, []
+                if src.banner is not None and rnd != src.banner.round:
+                    # The winning table's next round: the last round's winner goes at once,
+                    # as on the terminal sign (never announced during the next round).
+                    src.banner = None
+            case "envy":
+                if rnd != src.envy_round:
+                    src.envy_round, src.envy = rnd, []
+                src.envy.append(
+                    {
+                        "seat": _int(data.get("seat")),
+                        "from_seat": _int(data.get("from_seat")),
+                        "hand": str(data.get("hand", "")),
+                        "cents": _int(data.get("cents")),
+                        "display": dollars(_int(data.get("cents"))),
+                    }
+                )
+            case "table_closed" | "table_opened" if seq <= src.closed_seq:
+                return False  # a meter as new or newer already listed the closures
+            case "table_closed":
+                src.closed_reasons.add(str(data.get("reason", "closed")))
+            case "table_opened":
+                src.closed_reasons.discard(str(data.get("reason", "")))
+            case _:
+                return False
+        return True
+
+    def snapshot(self, now: float) -> list[dict[str, Any]]:
+        return [self.sources[k].as_json(now) for k in sorted(self.sources)]

@@ -1,0 +1,226 @@
+"""The web sign's server: one read-only MQTT subscription, many browsers over SSE.
+
+aiohttp serves the page and a server-sent-event stream (``/events``). Every browser gets a
+full snapshot when it connects (so a reload, a dropped connection or a restarted server
+needs no replay), then each changed source as it changes, and a ``tick`` every second with
+the broker's state, so the page can tell "nothing happened" from "nothing is arriving"
+(docs/sign.md, the stale rule). A browser too slow to keep up is dropped and reconnects to
+a fresh snapshot rather than being buffered without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import aiomqtt
+from aiohttp import web
+
+from progressived.signs.broker import (
+    EXIT_NOT_AUTHORISED,
+    BrokerLogin,
+    NotAuthorised,
+    not_authorised,
+    why_unreachable,
+)
+from progressived.signs.terminal import _refused
+from progressived.signs.web import DEFAULT_PORT
+from progressived.signs.web.model import Floor
+
+__all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
+
+STATIC = Path(__file__).parent / "static"
+PROBLEM_EVERY_S = 10.0  # malformed-message lines on stderr, at most one per this
+TICK_S = 1.0  # the page calls the sign STALE after 3 ticks without a word from the server
+_CLIENT_BACKLOG = 256  # messages queued for one browser before it is dropped
+
+
+def sse(event: str, data: Any, ident: int | None = None) -> bytes:
+    """One server-sent event (the payload is one JSON line)."""
+    head = f"id: {ident}\n" if ident is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+@dataclass
+class SignServer:
+    """The floor picture, the MQTT loop that feeds it, and the browsers it is pushed to."""
+
+    login: BrokerLogin
+    prefix: str = "progressive"
+    tables: tuple[str, ...] = ()  # empty: every table under the prefix (unless links given)
+    links: tuple[str, ...] = ()  # linked meters shown (docs/link.md); none unless asked for
+    banner_s: float = 30.0
+    keepalive_s: int = 5
+    reconnect_s: float = 1.0
+    floor: Floor = field(init=False)
+    broker: str = "connecting"  # connecting / connected / unreachable / not authorised
+    broker_detail: str = ""
+    clients: set[asyncio.Queue[bytes | None]] = field(default_factory=set)
+    sent: int = 0
+    err: TextIO = sys.stderr
+    problems: int = 0  # malformed messages not yet reported
+    problem_said: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self.floor = Floor(self.prefix, self.banner_s)
+
+    def topics(self) -> list[str]:
+        """Status first (a new boot restarts the seq expectation), then meters, events."""
+        ids = self.tables or (() if self.links else ("+",))
+        topics = [
+            f"{self.prefix}/table/{ident}/{leaf}"
+            for leaf in ("status", "meter/+", "event")
+            for ident in ids
+        ]
+        # A linked meter is the link's retained topic only (signs may read nothing else).
+        return topics + [f"{self.prefix}/link/{link}/meter/+" for link in self.links]
+
+    def broker_json(self) -> dict[str, Any]:
+        return {"state": self.broker, "detail": self.broker_detail, "url": self.login.url}
+
+    def snapshot(self) -> dict[str, Any]:
+        now = time.monotonic()
+        return {
+            "broker": self.broker_json(),
+            "sources": self.floor.snapshot(now),
+            "banner_s": self.banner_s,
+            "tick_s": TICK_S,
+        }
+
+    def push(self, event: str, data: Any) -> None:
+        """Queue one event for every connected browser; drop those that cannot keep up."""
+        self.sent += 1
+        frame = sse(event, data, self.sent)
+        for queue in list(self.clients):
+            try:
+                queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                self.clients.discard(queue)
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.get_nowait()
+                    queue.put_nowait(None)  # the stream ends; EventSource reconnects
+
+    def set_broker(self, state: str, detail: str = "") -> None:
+        if (state, detail) != (self.broker, self.broker_detail):
+            self.broker, self.broker_detail = state, detail
+            self.push("broker", self.broker_json())
+
+    def take(self, topic: str, payload: bytes) -> None:
+        now = time.monotonic()
+        key = self.floor.apply(topic, payload, now)
+        if key is not None:
+            self.push("source", self.floor.sources[key].as_json(now))
+        elif self.floor.problem:
+            self.refused(topic, self.floor.problem, now)
+
+    def refused(self, topic: str, why: str, now: float) -> None:
+        """Say a malformed message was ignored: one line, at most every PROBLEM_EVERY_S."""
+        self.problems += 1
+        if now - self.problem_said >= PROBLEM_EVERY_S:
+            more = f" ({self.problems - 1} more since the last line)" if self.problems > 1 else ""
+            print(f"sign: ignored a malformed message on {topic}: {why}{more}", file=self.err)
+            self.err.flush()
+            self.problem_said, self.problems = now, 0
+
+    async def follow_broker(self) -> int:
+        """Subscribe and feed the floor for ever; returns only when the login is refused."""
+        while True:
+            try:
+                client = self.login.client(
+                    keepalive=self.keepalive_s, timeout=max(2.0, 2.0 * self.keepalive_s)
+                )
+                async with client:
+                    for topic in self.topics():
+                        if _refused(await client.subscribe(topic, qos=1)):
+                            raise NotAuthorised(f"not authorised to read {topic}")
+                    self.set_broker("connected")
+                    async for message in client.messages:
+                        payload = message.payload
+                        if isinstance(payload, (bytes, bytearray)):
+                            self.take(str(message.topic), bytes(payload))
+            except NotAuthorised as exc:
+                self.set_broker("not authorised", str(exc))
+                return EXIT_NOT_AUTHORISED
+            except aiomqtt.MqttError as exc:
+                if not_authorised(exc):
+                    self.set_broker("not authorised", "the broker refused the sign's login")
+                    return EXIT_NOT_AUTHORISED
+                reason = why_unreachable(exc)
+                if "during message iteration" in reason:
+                    reason = f"connection lost: no answer within {2 * self.keepalive_s}s"
+                self.set_broker("unreachable", reason)
+            await asyncio.sleep(self.reconnect_s)
+
+    # HTTP ---------------------------------------------------------------------------
+
+    async def page(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def state(self, request: web.Request) -> web.Response:
+        return web.json_response(self.snapshot())
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await response.prepare(request)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(_CLIENT_BACKLOG)
+        self.clients.add(queue)
+        try:
+            await response.write(b"retry: 1000\n\n" + sse("snapshot", self.snapshot(), self.sent))
+            while True:
+                try:
+                    frame = await asyncio.wait_for(queue.get(), TICK_S)
+                except TimeoutError:
+                    frame = sse("tick", self.broker_json())
+                if frame is None:
+                    break
+                await response.write(frame)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            self.clients.discard(queue)
+        return response
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/", self.page)
+        app.router.add_get("/table/{id}", self.page)
+        app.router.add_get("/events", self.events)
+        app.router.add_get("/state.json", self.state)
+        app.router.add_static("/static/", STATIC)
+        return app
+
+
+async def serve(
+    server: SignServer, host: str, port: int, ready: asyncio.Event | None = None
+) -> int:
+    """Listen on ``host:port`` and follow the broker until the login is refused.
+
+    An address that cannot be bound raises OSError before anything else starts.
+    """
+    runner = web.AppRunner(
+        server.app(), handle_signals=False, access_log=None, shutdown_timeout=0.5
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        if ready is not None:
+            ready.set()
+        return await server.follow_broker()
+    finally:
+        for queue in list(server.clients):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)
+        await runner.cleanup()
