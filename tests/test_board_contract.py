@@ -103,7 +103,7 @@ async def test_a_board_without_key_numbers_drives_a_round(
 def test_the_serial_driver_is_imported_only_when_created(tmp_path: Path) -> None:
     script = """
 import json, sys
-from progressived.board.driver import available_drivers, load_driver_factory
+from progressived.config.drivers import available_drivers, load_driver_factory
 names = available_drivers()
 before = sorted(m for m in ("progressived_drivers.plugins", "progressived_drivers.serial_board", "serial_asyncio_fast")
                 if m in sys.modules)

@@ -389,38 +389,6 @@ def test_limit_sends_the_excess_to_the_reserve() -> None:
     assert out.state.balances[RA] == 5 * WAGER // 200 + 3 * WAGER * 3 // 100
 
 
-def test_the_link_book_imports_no_io_clock_or_randomness() -> None:
-    """Like the engine: the link's protocol and book are pure (the adapter does the I/O).
-
-    The adapter's modules (the ledger, its checks and reports, reconcile, the configuration
-    loader) are named here, so a new module is pure unless it is added on purpose."""
-    import ast
-    from pathlib import Path
-
-    forbidden = {"asyncio", "socket", "sqlite3", "aiomqtt", "paho", "time", "datetime",
-                 "random", "secrets", "os", "io", "pathlib", "tomllib", "subprocess",
-                 "threading", "structlog", "prometheus_client", "pydantic"}  # fmt: skip
-    allowed_progressived = ("progressived.link", "progressived.core.money", "progressived.engine.")
-    folder = Path(__file__).parent.parent / "progressived" / "link" / "core"
-    # The pure part; the adapters beside it (config, controller, mqtt_adapter, metrics,
-    # ledger) do the I/O.
-    pure = ("__init__", "messages", "schemas", "book", "effects", "state", "params", "batch",
-            "ports", "journal", "compare")  # fmt: skip
-    for path in sorted(folder / f"{name}.py" for name in pure):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert name.split(".")[0] not in forbidden, f"{path.name} imports {name}"
-                if name.startswith("progressived") and name != "progressived.engine":
-                    assert name.startswith(allowed_progressived), f"{path.name} imports {name}"
-            if isinstance(node, ast.ImportFrom) and node.module == "progressived.engine":
-                assert {a.name for a in node.names} <= {"accounts", "events"}, path.name
-
-
 def test_reject_after_a_later_claim_returns_only_the_award() -> None:
     """The later claim was priced on the reset meter: the reset stays where it went."""
     params = link_params()

@@ -18,8 +18,8 @@ import pytest
 
 from progressived.cli.ctl import main
 from progressived.ledger import LedgerError, LedgerExists, LedgerMismatch, LedgerMissing
-from progressived.ledger.verify import verify
 from progressived.link.core import params as lp
+from progressived.link.store.audit import verify
 from progressived.link.store.ledger import LinkLedger
 from tests.conftest import ROOT
 from tests.link_rig import AT, Rig, rehash_from, untriggered

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from progressived.cli.ctl import main
-from progressived.ledger.verify import verify
 from progressived.link.core.messages import to_dict
+from progressived.link.store.audit import verify
 from tests.link_rig import Rig, rehash_from, untriggered
 
 

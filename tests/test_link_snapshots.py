@@ -16,10 +16,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from progressived.cli.ctl import main
-from progressived.ledger.verify import verify
 from progressived.link.core import snapshot
 from progressived.link.core.params import LinkParams
 from progressived.link.store import audit
+from progressived.link.store.audit import verify
 from progressived.link.store.ledger import LinkLedger
 from tests.link_rig import AT, Rig, untriggered
 from tests.link_sim import SimTable, deliver, link_params

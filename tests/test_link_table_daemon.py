@@ -24,8 +24,8 @@ from typing import Any
 import aiomqtt
 from prometheus_client.parser import text_string_to_metric_families
 
-from progressived.ledger.verify import verify
 from progressived.link.core.messages import Head, Result, decode_table, encode
+from progressived.link.store.audit import verify
 from progressived.runtime.control import request
 from progressived.testing.board import simulator_factory
 from progressived.testing.broker import free_port

@@ -17,8 +17,8 @@ from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.engine.state import LINK_DOWN, TableState
 from progressived.ledger import Ledger
 from progressived.ledger.snapshot import dumps, loads
-from progressived.ledger.verify import verify
 from progressived.link.core import messages as lm
+from progressived.link.store.audit import verify
 from tests.helpers import table
 
 HASH = "ab" * 32

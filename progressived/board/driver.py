@@ -4,10 +4,11 @@ A driver turns a table sensor board into a stream of :data:`BoardEvent` and take
 lights to show. Consume events with ``await driver.next_event()`` (one consumer). Until a
 :class:`BoardOnline` arrives the board is offline: no sensor or key input is available.
 
-Drivers live in the ``drivers`` package (or any other distribution) and register a factory
-under the ``progressived.drivers`` entry-point group; the daemon finds them by name, so
-``progressived`` never imports a driver, and loads only the configured one, when the
-configuration names it. Events flow in, light commands flow out.
+Drivers live in the ``progressived_drivers`` package (or any other distribution) and
+register a factory under the ``progressived.drivers`` entry-point group; the daemon finds them
+by name (:mod:`progressived.config.drivers`), so ``progressived`` never imports a driver, and
+loads only the configured one, when the configuration names it. Events flow in, light
+commands flow out.
 
 The contract is driver-neutral: the daemon reads a key press's ``code`` and, if the board
 can give one, its ``idempotency_key``. Sequence numbers, board and boot ids are the
@@ -20,12 +21,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
 from progressived.board.lights import Light
-
-ENTRY_POINT_GROUP = "progressived.drivers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,22 +145,3 @@ class DriverFactory(Protocol):
     def validate(self, section: Mapping[str, object]) -> DriverSettings: ...
 
     def create(self, settings: DriverSettings) -> BoardDriver: ...
-
-
-class DriverNotFound(LookupError):
-    pass
-
-
-def available_drivers() -> list[str]:
-    """The installed drivers' names (nothing is imported)."""
-    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-
-
-def load_driver_factory(name: str) -> DriverFactory:
-    """Import the one driver plugin named ``name`` (only its entry point's module)."""
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            factory: DriverFactory = ep.load()
-            return factory
-    known = ", ".join(available_drivers()) or "none installed"
-    raise DriverNotFound(f"no board driver named {name!r} (available: {known})")

@@ -23,6 +23,7 @@ from progressived.ledger.heads import (
 from progressived.ledger.readonly import ledger_kind
 from progressived.ledger.verify import VerifyReport, verify
 from progressived.ledger.verify_since import verify_since
+from progressived.link.store import audit as link_audit
 from progressived.runtime.clock import utc_now
 
 
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace, show: Callable[[int, int], None] | None) -> Ve
             integrity=not args.no_integrity,
             progress=show,
             heads=args.head,
+            kinds=link_audit.KINDS,
         )
     if report.ok and not args.no_record:
         _record(args.db, report)

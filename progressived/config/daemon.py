@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from progressived.board.driver import DriverNotFound, DriverSettings, load_driver_factory
+from progressived.board.driver import DriverSettings
+from progressived.config.drivers import DriverNotFound, load_driver_factory
 from progressived.config.keypad import KeypadError, KeypadMap, keypad_from_config
 from progressived.config.table import (
     ConfigError,

@@ -1,8 +1,9 @@
 """Paytables as values: hands, games, pays and the validated :class:`Paytable` (pure).
 
 The pure half of the paytables: no file, no TOML, no validation library, so the engine can
-use it (tests/test_layering.py checks the engine's imports transitively). Reading paytable
-files -- TOML, validation, search directories -- is :mod:`progressived.config.paytables`.
+use it (the import-linter contract ``pure`` checks the engine's imports transitively).
+Reading paytable files -- TOML, validation, search directories -- is
+:mod:`progressived.config.paytables`.
 """
 
 from __future__ import annotations

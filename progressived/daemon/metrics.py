@@ -34,10 +34,7 @@ from progressived.engine.events import (
     WagerLocked,
     WagerRefunded,
 )
-
-prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-
-LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+from progressived.runtime.metrics import LATENCY_BUCKETS
 
 
 @dataclass

@@ -16,8 +16,9 @@ from typing import Any, ParamSpec, TypeVar
 import structlog
 
 from progressived import __version__
-from progressived.board.driver import BoardDriver, load_driver_factory
+from progressived.board.driver import BoardDriver
 from progressived.config.daemon import DaemonConfig
+from progressived.config.drivers import load_driver_factory
 from progressived.daemon.board_input import BOARD_OFFLINE, BoardInput
 from progressived.daemon.desk import DaemonDesk
 from progressived.daemon.health import Health

@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
@@ -35,8 +35,26 @@ from progressived.ledger.errors import LedgerError
 from progressived.ledger.heads import Head, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
-from progressived.link.core import snapshot as link_snapshot
-from progressived.link.store import audit as link_audit
+
+
+class LedgerKind(Protocol):
+    """The checks of a ledger kind other than a table's, given to :func:`verify` by its
+    caller (the link's: :data:`progressived.link.store.audit.KINDS`). The ledger package
+    knows the table's checks only, so it never imports what is built on it."""
+
+    def snapshot_balances(self, text: str) -> Mapping[str, int]:
+        """The balances a snapshot of this kind records."""
+
+    def replay(
+        self, conn: sqlite3.Connection, head: int, snapshots: Sequence[int], limit: int
+    ) -> list[checks.Finding]:
+        """Every row through this kind's book; each snapshot compared with the replay."""
+
+    def identity_gaps(self, balances: Mapping[str, int], meters: list[str]) -> dict[str, int]:
+        """Per meter, how far the accounting identity is off (0 when it holds)."""
+
+
+TABLE = "table"  # a table ledger's meta has no ``ledger_kind``
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +133,7 @@ def verify(
     max_problems: int = 50,
     progress: Progress | None = None,
     heads: Sequence[Head] = (),
+    kinds: Mapping[str, LedgerKind] | None = None,
 ) -> VerifyReport:
     """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.
 
@@ -125,6 +144,9 @@ def verify(
     ``progress(done, total)`` is called now and then while this process walks its part of
     the chain (``progressivectl ledger verify`` draws a bar on a terminal). Each of
     ``heads`` (witnessed elsewhere, heads.py) must be a row of the chain with that hash.
+    ``kinds``: the checks of the other ledger kinds this caller can verify, by the
+    ``ledger_kind`` in ``meta`` (a ledger of a kind not given is a problem, never checked
+    as a table's).
     """
     conn = connect_readonly(path)
     report = VerifyReport()
@@ -140,6 +162,7 @@ def verify(
             integrity=integrity,
             limit=max_problems,
             progress=progress,
+            kinds=kinds or {},
         )
         found.extend(witnessed(conn, heads, report.head_seq))
     except sqlite3.Error as exc:
@@ -202,11 +225,16 @@ def _run(
     integrity: bool,
     limit: int,
     progress: Progress | None = None,
+    kinds: Mapping[str, LedgerKind],
 ) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     report.table_id = str(meta.get("table_id", ""))
-    link = link_audit.is_link(meta)
-    report.ledger_kind = "link" if link else "table"
+    report.ledger_kind = str(meta.get("ledger_kind", TABLE))
+    kind = kinds.get(report.ledger_kind)
+    if report.ledger_kind != TABLE and kind is None:
+        raise LedgerError(
+            f"{path}: a {report.ledger_kind} ledger, which this command does not check"
+        )
     # seq -> hash; the states are read one at a time by the replay (a link ledger's are
     # megabytes each)
     snapshots = {
@@ -232,10 +260,8 @@ def _run(
             threads.submit(checks.rows, path, table, middle, head, limit),
             threads.submit(checks.postings, path, head, limit),
         ]
-        if link:
-            jobs.append(
-                threads.submit(checks.latest_snapshot, path, head, link_snapshot.balances_of)
-            )
+        if kind is not None:
+            jobs.append(threads.submit(checks.latest_snapshot, path, head, kind.snapshot_balances))
         else:
             jobs.append(threads.submit(checks.latest_snapshot, path, head))
         if integrity:
@@ -254,8 +280,8 @@ def _run(
             theirs, more, last, last_hash = second.result()
             found.extend(theirs)
             rows += more
-        if link:  # the book is rebuilt, every stored result and snapshot compared, always
-            found.extend(link_audit.replay(conn, head, sorted(snapshots), limit))
+        if kind is not None:  # its book is rebuilt, every result and snapshot compared, always
+            found.extend(kind.replay(conn, head, sorted(snapshots), limit))
         elif replay:
             states = {int(s): str(t) for s, t in conn.execute("SELECT seq, state FROM snapshots")}
             found.extend(checks.replay(conn, head, states, limit))
@@ -269,7 +295,7 @@ def _run(
     def problem(seq: int | None, message: str) -> None:
         found.append((seq, 10, message))
 
-    _tail_checks(conn, report, problem, meta, snapshots, balances)
+    _tail_checks(conn, report, problem, meta, kind, snapshots, balances)
 
 
 Report = Callable[[int | None, str], None]
@@ -280,6 +306,7 @@ def _tail_checks(
     report: VerifyReport,
     problem: Report,
     meta: Mapping[str, Any],
+    kind: LedgerKind | None,
     snapshots: Mapping[int, Any],
     balances: dict[str, int],
 ) -> None:
@@ -310,8 +337,8 @@ def _tail_checks(
                 f"{balances.get(account, 0)}",
             )
     report.balances = nonzero(balances)
-    if link_audit.is_link(meta):
-        gaps = link_audit.identity_gaps(balances, meter_ids(balances))
+    if kind is not None:
+        gaps = kind.identity_gaps(balances, meter_ids(balances))
         report.identity_gap = sum(abs(gap) for gap in gaps.values())
         for meter, gap in gaps.items():
             if gap:

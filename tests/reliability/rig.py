@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from progressived.ledger.verify import verify
+from progressived.link.store.audit import verify
 from tests.daemon_harness import Table, table
 
 SHORT = os.environ.get("RELIABILITY_SHORT", "") not in ("", "0")

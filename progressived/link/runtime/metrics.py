@@ -16,10 +16,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from progressived.core.money import cents
-from progressived.daemon.metrics import LATENCY_BUCKETS
 from progressived.engine import accounts
 from progressived.link.core import params as lp
 from progressived.link.core.state import BookState
+from progressived.runtime.metrics import LATENCY_BUCKETS
 
 BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 OUTCOMES = ("applied", "refused", "resend", "duplicate")

@@ -15,8 +15,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
+from progressived.ledger import verify as ledger_verify
 from progressived.ledger.checks import REPLAY, SNAPSHOT_STATE, Finding
+from progressived.ledger.verify import LedgerKind, VerifyReport
 from progressived.link.core import journal, snapshot
 from progressived.link.core import params as lp
 from progressived.link.core.state import BookState
@@ -97,6 +101,32 @@ def compare_snapshot(conn: sqlite3.Connection, seq: int, book: journal.Replay) -
 def identity_gaps(balances: Mapping[str, int], meters: list[str]) -> dict[str, int]:
     """Per linked meter, :func:`progressived.link.core.params.identity_gap` (0 when it holds)."""
     return {m: lp.identity_gap(balances, m) for m in meters}
+
+
+class _LinkKind:
+    """:class:`progressived.ledger.verify.LedgerKind` for a link ledger."""
+
+    def snapshot_balances(self, text: str) -> Mapping[str, int]:
+        return snapshot.balances_of(text)
+
+    def replay(
+        self, conn: sqlite3.Connection, head: int, snapshots: Sequence[int], limit: int
+    ) -> list[Finding]:
+        return replay(conn, head, snapshots, limit)
+
+    def identity_gaps(self, balances: Mapping[str, int], meters: list[str]) -> dict[str, int]:
+        return identity_gaps(balances, meters)
+
+
+# What ``ledger verify`` is given to check link ledgers as well as tables' (by meta's
+# ``ledger_kind``).
+KINDS: Mapping[str, LedgerKind] = {journal.LEDGER_KIND: _LinkKind()}
+
+
+def verify(path: Path | str, **options: Any) -> VerifyReport:
+    """``ledger verify`` of a link's ledger or a table's: :func:`progressived.ledger.verify.verify`
+    with the link's checks (``options`` are its keywords)."""
+    return ledger_verify.verify(path, kinds=KINDS, **options)
 
 
 def state_of(conn: sqlite3.Connection, head: int) -> tuple[lp.LinkParams | None, BookState]:

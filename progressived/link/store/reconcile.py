@@ -122,7 +122,7 @@ def _has_row(conn: sqlite3.Connection, head: Any) -> str | None:
 
 def _verify(path: Path, name: str, out: Outcome) -> None:
     try:
-        report = verify(path, replay=False)
+        report = verify(path, replay=False, kinds=audit.KINDS)
     except LedgerError as exc:
         out.add("ledger-broken", name, None, f"{path}: {exc}", ledger=str(path))
         return

@@ -1,0 +1,82 @@
+"""The architecture's contracts (pyproject.toml, ``[tool.importlinter]``) hold and bite.
+
+``lint-imports`` checks the layers (a module imports only from layers below its own,
+siblings marked independent never import each other, indirect chains included, so a
+package cycle breaks them), the pure folders (no I/O, clock or randomness, even through a
+helper) and that ``progressived`` never imports a driver. .ci/test runs it on the tree; these
+tests run it on a copy with one import added, to show that each kind of break is caught and
+named with its chain.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(root: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'drivers'}"}
+    args = [str(LINT), "--no-cache", *(a for c in contracts for a in ("--contract", c))]
+    return subprocess.run(
+        args, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "progressived", root / "progressived", ignore=ignore)
+    shutil.copytree(ROOT / "drivers", root / "drivers", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text() + f"\n{line}\n")
+
+
+def test_the_tree_keeps_every_contract() -> None:
+    done = _lint(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_a_lower_layer_importing_a_higher_one_is_named_with_its_chain(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "ledger" / "chain.py", "import progressived.link.store.audit")
+    done = _lint(root, "layers")
+    assert done.returncode == 1, done.stdout
+    assert "progressived.ledger is not allowed to import progressived.link.store" in done.stdout
+    assert "progressived.ledger.chain -> progressived.link.store.audit" in done.stdout
+
+
+def test_io_reached_through_a_helper_breaks_the_pure_folders(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "core" / "money.py", "import time")
+    done = _lint(root, "pure")
+    assert done.returncode == 1, done.stdout
+    # the engine reaches it through money: the chain is named
+    assert "is not allowed to import time" in done.stdout
+    assert "progressived.core.money -> time" in done.stdout
+
+
+def test_independent_siblings_may_not_import_each_other(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "signs" / "screen.py", "import progressived.daemon.health")
+    done = _lint(root, "layers")
+    assert done.returncode == 1, done.stdout
+    assert "progressived.signs is not allowed to import progressived.daemon" in done.stdout
+
+
+def test_progressived_importing_a_driver_is_refused(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "daemon" / "health.py", "import progressived_drivers.base")
+    done = _lint(root, "drivers-outside")
+    assert done.returncode == 1, done.stdout
