@@ -30,6 +30,7 @@ from progressived.testing.board import simulator_factory
 from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import table as rig_table
 from tests.daemon_harness import TABLE
+from tests.test_ledger_audit import run as audit
 from tests.test_link_table_daemon import (
     ctl_status,
     journal,
@@ -121,6 +122,9 @@ async def test_a_meter_the_link_does_not_have_closes_the_linked_meter_until_open
         assert "the link refused it (unknown-meter: link link-a has no meter main)" in text
         assert "health: degraded" in text, text
         assert t.log_text().count("resending cannot help") == 1
+        # docs/ledger.md's recipe finds the closure standing, from the ledger alone
+        ledger = tmp_path / "ledger.db"
+        assert await asyncio.to_thread(audit, "closures", ledger) == f"{REFUSED}\n"
 
         # Another round: the local meter locks, the linked one sends nothing.
         await t.press("RECON")
@@ -148,6 +152,7 @@ async def test_a_meter_the_link_does_not_have_closes_the_linked_meter_until_open
         assert any(r["reason"] == REFUSED for r in reopened)
         after = await asyncio.to_thread(status, t)
         assert after["link"]["refused"] is None and after["link"]["closed"] is False
+        assert await asyncio.to_thread(audit, "closures", ledger) == ""
         assert after["health"] == "ok"
         got = await asyncio.to_thread(link_metrics, port)
         assert got["progressive_link_refused"] == 0
