@@ -139,6 +139,9 @@ def test_check_config_accepts_the_shipped_pair(
     assert main(together) == 0
     out = capsys.readouterr().out
     assert "linked-table.toml: ok (uth-01, paytable pmg-01)" in out
+    swapped = ["check-config", "--file-only", str(LINK_FILE), "--link", str(TABLE_FILE)]
+    assert main(swapped) == 2
+    assert "--link checks a table's file, not a link's" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,10 @@ def _load(path: Path) -> DaemonConfig | None:
 
 def check_config(path: Path, *, file_only: bool, link: Path | None = None) -> int:
     if link_cmd.is_link_file(path):
+        if link is not None:
+            why = "--link checks a table's file, not a link's"
+            print(f"progressived: {path}: {why}", file=sys.stderr)
+            return Exit.USAGE
         return link_cmd.check_config(path, file_only=file_only)
     if (config := _load(path)) is None:
         return Exit.USAGE
