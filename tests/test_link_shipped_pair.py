@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from progressived.broker import Mosquitto
+from progressived.cli.ctl import main as ctl_main
 from progressived.cli.daemon import main
 from progressived.control import request
 from progressived.ledger.verify import verify
@@ -212,7 +213,11 @@ async def test_the_shipped_pair_plays_together(tmp_path: Path) -> None:
         shown = await asyncio.to_thread(status, t)
         assert shown["link"]["meters"]["main"]["link_meter"] == "pmg"
         assert shown["health"] == "ok" and shown["link"]["refused"] is None
+        await until_async(lambda: status(t)["link"]["outbox"]["depth"] == 0, "all answered")
     assert verify(tmp_path / "table.db", replay=True).ok
+    # Both ledgers agree on every message, the contribution on pmg included.
+    args = ["link", "reconcile", "--link-db", str(link_db), "--table-db", str(tmp_path / "table.db")]
+    assert ctl_main([*args, "--json"]) == 0
 
 
 async def test_a_table_the_link_does_not_list_is_told_and_closes_its_linked_meter(
