@@ -43,10 +43,12 @@ from progressived.config.daemon import _DaemonModel, daemon_config_from, load_da
 from progressived.config.keypad import KeypadMap
 from progressived.config.paytables import load_paytable
 from progressived.config.table import ConfigError, ProgressiveConfig
+from progressived.daemon.link_refusal import CLOSING_FINAL, CLOSING_UNCONSUMED, closure_reason
 from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
-from progressived.link.runtime.config import LinkSection, link_config_from
-from progressived.mqtt.payloads import event_payload
+from progressived.link.runtime.config import LinkSection, link_config_from, load_link_config
+from progressived.link.runtime.pairing import pair_problems
+from progressived.mqtt.payloads import WAITING_FOR_LINK, event_payload
 from tests.conftest import ROOT
 from tests.mqtt_schemas import MQTT_DOC, documented_event_kinds, problems
 from tests.test_mqtt_schema import engine_events, undocumented_not_published
@@ -344,6 +346,12 @@ def test_the_example_payloads_in_mqtt_md_satisfy_its_schemas() -> None:
     assert problems(topic, {**linked, "link": {**linked["link"], "epoch": -1}})
     assert problems(topic, {**linked, "link": {"id": "link-a", "epoch": 1}})
     assert problems(topic, {**linked, "link": {**linked["link"], "extra": 1}})
+    # A linked meter not heard from yet is closed with the code's reason, never open at $0.00;
+    # one the link refused is closed with the code's reason for that refusal.
+    waiting = next(e for e in meters if WAITING_FOR_LINK in e.get("closed", []))
+    assert (waiting["state"], waiting["cents"], problems(topic, waiting)) == ("closed", 0, [])
+    refused = next(e for e in meters if closure_reason("unknown-meter") in e.get("closed", []))
+    assert refused["state"] == "closed" and problems(topic, refused) == []
 
 
 def test_every_link_metric_of_a_linked_table_is_documented() -> None:
@@ -482,3 +490,45 @@ def test_the_readme_links_every_doc() -> None:
     readme = (ROOT / "README.md").read_text()
     for doc in sorted((ROOT / "docs").glob("*.md")):
         assert f"](docs/{doc.name})" in readme, doc.name
+
+
+# --------------------------------------------------------------------------- the link's refusals
+
+
+def refusal_table(text: str) -> dict[str, tuple[bool, bool]]:
+    """docs/link.md's "Refusal codes": per code, (consumes the sequence, closes the linked
+    meters), from the table's third and last columns."""
+    section = text.split("### Refusal codes", 1)[1].split("\n### ", 1)[0]
+    out: dict[str, tuple[bool, bool]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or not cells[0].startswith("`"):
+            continue
+        for code in re.findall(r"`([a-z-]+)`", cells[0]):
+            out[code] = (cells[2].startswith("yes"), cells[4] == "yes")
+    return out
+
+
+def test_link_md_says_which_refusals_close_the_linked_meters_as_the_table_does() -> None:
+    table = refusal_table((ROOT / "docs" / "link.md").read_text())
+    assert len(table) >= 20  # every code has its row
+    closing = {(code, final) for code, (final, closes) in table.items() if closes}
+    want = {(c, True) for c in CLOSING_FINAL} | {(c, False) for c in CLOSING_UNCONSUMED}
+    assert closing == want
+    drifted = (ROOT / "docs" / "link.md").read_text().replace("| no | configuration", "| yes | c")
+    assert refusal_table(drifted)["unknown-table"][0] is True  # the parse is not vacuous
+
+
+def test_the_linked_table_and_link_examples_of_the_docs_pair() -> None:
+    """docs/configuration.md's link file and linked table file play together (the check
+    ``progressived check-config TABLE --link LINK`` runs), and so does the shipped pair."""
+    blocks = [tomllib.loads(b, parse_float=Decimal) for b in toml_blocks(CONFIG_DOC.read_text())]
+    link = link_config_from(next(b for b in blocks if "link" in b and "table" not in b), CONFIG)
+    tables = [b for b in blocks if "table" in b and "link" in b]
+    assert tables, "docs/configuration.md shows a linked table"
+    for data in tables:
+        assert pair_problems(daemon_config_from(data, CONFIG), link) == []
+    shipped = load_daemon_config(ROOT / "config" / "linked-table.toml")
+    assert pair_problems(shipped, load_link_config(ROOT / "config" / "link.toml")) == []
+    broken = {**tables[0], "table": {**tables[0]["table"], "id": "uth-99"}}
+    assert pair_problems(daemon_config_from(broken, CONFIG), link)  # not vacuous

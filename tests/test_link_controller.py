@@ -115,6 +115,29 @@ async def test_a_forged_message_is_refused_journaled_and_changes_nothing(
         assert journal.kinds() == ["link_refused", "link_refused"]
 
 
+async def test_a_table_the_link_does_not_list_is_told_so_on_its_own_reply_topic(
+    mosquitto: Mosquitto, tmp_path: Path
+) -> None:
+    """``unknown-table`` reaches the table that sent on its own topic (it cannot fix it by
+    resending: docs/link.md, "Refusal codes"); a forgery for a stranger is answered to no one."""
+    async with (
+        running(link_config(mosquitto, tmp_path)) as (_, journal),
+        TableClient(mosquitto, "t9") as t9,
+        TableClient(mosquitto, "t1") as t1,
+    ):
+        before = journal.book
+        await t9.send(SimTable("t9").contribute(2))
+        refused = await t9.wait("result", lambda r: r.code == "unknown-table")
+        assert (refused.status, refused.seq, refused.id, refused.lseq) == ("refused", 1, "t9-1", 0)
+        assert refused.table == "t9" and "not a member of link link-a" in refused.reason
+        assert journal.book == before and journal.kinds() == ["link_refused"]
+        assert not t9.of_type("heartbeat")  # heartbeats are for members only
+        stranger = SimTable("t8").contribute(1)
+        await t1.send(stranger)  # t8's message on t1's topic: forged, answered to t1
+        await t1.wait("result", lambda r: r.code == "forged")
+        assert [r.code for r in t9.of_type("result")] == ["unknown-table"]
+
+
 async def test_many_messages_are_committed_in_few_batches(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:

@@ -62,7 +62,10 @@ def table_problems(topic: str, message: Any) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def linked(tmp: Path, metrics_port: int = 0) -> AsyncIterator[tuple[Table, FakeLink]]:
+async def linked(
+    tmp: Path, metrics_port: int = 0, **fake: Any
+) -> AsyncIterator[tuple[Table, FakeLink]]:
+    """The table, its sign and the fake link (``fake``: FakeLink's settings, e.g. ``meter``)."""
     async with (
         rig_table(
             tmp,
@@ -71,7 +74,7 @@ async def linked(tmp: Path, metrics_port: int = 0) -> AsyncIterator[tuple[Table,
             sign="it-sign",
             check=table_problems,
         ) as t,
-        FakeLink(t.broker.host, t.broker.port, tables=(TABLE,)) as link,
+        FakeLink(t.broker.host, t.broker.port, **{"tables": (TABLE,), **fake}) as link,
     ):
         t.start_daemon()
         await t.online()
@@ -223,9 +226,10 @@ async def test_a_table_killed_with_a_pending_claim_resends_and_nothing_doubles(
 
 
 async def test_a_refusal_that_consumed_no_sequence_is_not_final(tmp_path: Path) -> None:
-    """A ``refused`` result with ``lseq`` 0 (conflict, head-regressed, ...) did not consume
-    the sequence at the link: the table keeps the message, journals no answer, says so in
-    an error line, and the message still applies once the link takes it."""
+    """A ``refused`` result with ``lseq`` 0 (here ``too-old``) did not consume the sequence
+    at the link: the table keeps the message, journals no answer, says so in an error line,
+    and the message still applies once the link takes it (``conflict`` and the other
+    refusals resending cannot cure close the linked meter: tests/test_link_refused.py)."""
     async with linked(tmp_path) as (t, link):
         link.down = True  # the link reads nothing: the contribution stays in the outbox
         await t.bets(1)
@@ -234,8 +238,8 @@ async def test_a_refusal_that_consumed_no_sequence_is_not_final(tmp_path: Path) 
         await until(lambda: not outbox_empty(t), "the contribution waits")
         (seq, msg_id), *_ = rows(t, "SELECT seq, id FROM link_outbox")
         forged = Result(
-            link="link-a", table=TABLE, seq=seq, id=msg_id, status="refused", code="conflict",
-            reason="sequence used by a different message", resend_from=0, lseq=0,
+            link="link-a", table=TABLE, seq=seq, id=msg_id, status="refused", code="too-old",
+            reason="sequence 1 is older than the results kept", resend_from=0, lseq=0,
             head=Head(0, "0" * 64),
         )
         async with aiomqtt.Client(t.broker.host, t.broker.port) as client:

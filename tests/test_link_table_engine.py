@@ -159,3 +159,44 @@ def test_a_meter_requested_row_is_journaled_and_recovered(tmp_path: Path) -> Non
     assert "meter_requested" in kinds
     again.close()
     assert verify(path, replay=True).ok
+
+
+def test_a_meter_named_otherwise_at_the_link_is_sent_by_its_id_there_and_keyed_by_ours() -> None:
+    """``link_meter``: contributions and claims name the link's ``pmg``; the awards, the
+    round and a book rebuilt from the ledger's ``link_sent`` rows keep the table's ``main``."""
+    params = replace(linked(), meters=(MeterParams(id="main", link="link-a", link_meter="pmg"),))
+    book = LinkBook(params, "link-a", "progressive")
+    state, sent = TableState(), []
+    for command in (Sensors(present=frozenset({4})), Lock(), KeyHand(seat=4, hand="royal-flush")):
+        decision = ok(decide(params, state, command, LINKED_PORT))
+        out = book.outgoing(state, decision.state, decision.events, "dealer", "t", (1, HASH))
+        book.committed(out)
+        sent += [dict(r.detail["message"]) for r in out.records]
+        state = decision.state
+    contribution, claim = sent
+    assert contribution["wagers"] == [{"meter": "pmg", "count": 1, "units": 1_000_000}]
+    assert claim["meter"] == "pmg"
+    rebuilt = LinkBook(params, "link-a", "progressive")
+    rebuilt.load([({"seq": m["seq"], "message": m},) for m in sent])  # as after a restart
+    for linkbook in (book, rebuilt):
+        answer = linkbook.answer(state, claim, result(claim, units=1_000_000_000), "t")
+        assert answer is not None
+        (keyed,) = answer.events
+        assert isinstance(keyed, AwardKeyed) and keyed.meter == "main"
+        assert ok(decide(params, state, answer, LINKED_PORT)).state.awards[0].meter == "main"
+
+
+def test_a_link_refusal_closes_the_linked_meters_as_link_down_does() -> None:
+    mixed = linked()
+    closed = SetClosed(reason="link refused: unknown-meter", closed=True)
+    state = ok(decide(mixed, TableState(), closed)).state
+    state = ok(decide(mixed, state, Sensors(present=frozenset({1})), LINKED_PORT)).state
+    locked = ok(decide(mixed, state, Lock(), LINKED_PORT))  # the local meter still plays
+    assert locked.state.linked_off
+    refused = decide(mixed, locked.state, KeyHand(seat=1, hand="royal-flush"), LINKED_PORT)
+    assert not isinstance(refused, Accepted) and refused.code == "link-closed"
+    only_linked = linked(local=False)
+    state = ok(decide(only_linked, TableState(), closed)).state
+    state = ok(decide(only_linked, state, Sensors(present=frozenset({1})), LINKED_PORT)).state
+    lock = decide(only_linked, state, Lock(), LINKED_PORT)
+    assert not isinstance(lock, Accepted) and lock.code == "closed"

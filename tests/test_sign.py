@@ -84,6 +84,23 @@ def test_view_shows_meter_pending_closed_and_offline() -> None:
     assert view.status_line() == "OFFLINE"
 
 
+def test_view_shows_why_it_is_closed_and_a_linked_meter_waiting_for_its_link() -> None:
+    view = SignView("progressive", "main", "t1")
+    waiting = {**json.loads(meter_msg(display="$0.00", state="closed", seq=3))}
+    waiting["closed"] = ["waiting for link"]
+    assert view.apply(METER, msg(**waiting))
+    assert view.plain() == "main ---- WAITING FOR THE LINK"  # no value yet: never $0.00
+    assert "$" not in view.render() and "CLOSED" not in view.render()
+    refused = {**waiting, "seq": 4, "closed": ["link refused: unknown-meter"]}
+    assert view.apply(METER, msg(**{**refused, "display": "$1,000.00", "cents": 100000}))
+    assert view.plain() == "main $1,000.00 CLOSED: link refused: unknown-meter"
+    both = {**waiting, "seq": 5, "closed": ["board offline", "waiting for link"]}
+    assert view.apply(METER, msg(**both))
+    assert view.plain() == "main ---- CLOSED: board offline, waiting for link"
+    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=6))
+    assert view.plain() == "main $1,000.00 OPEN"
+
+
 def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
     view = SignView("progressive", "main", "t1")
     event = event_msg(

@@ -124,8 +124,19 @@ def _render_table_link(link: dict[str, Any]) -> list[str]:
     )
     for meter_id, m in link["meters"].items():
         value = "not heard yet" if m["display"] is None else m["display"]
-        lines.append(f"  linked meter {meter_id}: {value} (epoch {m['epoch']}, lseq {m['lseq']})")
-    if link["closed"]:
+        named = m.get("link_meter", meter_id)
+        at_link = "" if named == meter_id else f" (the link's meter {named})"
+        lines.append(
+            f"  linked meter {meter_id}{at_link}: {value} (epoch {m['epoch']}, lseq {m['lseq']})"
+        )
+    refused = link.get("refused")
+    if refused:
+        words = f": {refused['reason']}" if refused["reason"] else ""
+        lines.append(
+            f"  the linked progressive is CLOSED at this table: the link refused it "
+            f"({refused['code']}{words}); fix the configuration, then progressivectl open"
+        )
+    elif link["closed"]:
         lines.append("  the linked progressive is CLOSED at this table (link-down)")
     return lines
 

@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the file alone, not this machine's ledger and group (a file meant for "
         "another machine)",
     )
+    check.add_argument(
+        "--link",
+        type=Path,
+        metavar="LINKFILE",
+        help="a linked table's file: check it against its link controller's file too (the "
+        "table listed, each linked meter's link_meter, the hands paid)",
+    )
     check = sub.add_parser(
         "self-check", help="print the software, configuration and ledger digests and check them"
     )

@@ -28,6 +28,8 @@ from progressived.ledger import (
     Ledger,
     LedgerError,
 )
+from progressived.link.runtime.config import load_link_config
+from progressived.link.runtime.pairing import pair_problems
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
 
@@ -41,10 +43,16 @@ def _load(path: Path) -> DaemonConfig | None:
         return None
 
 
-def check_config(path: Path, *, file_only: bool) -> int:
+def check_config(path: Path, *, file_only: bool, link: Path | None = None) -> int:
     if link_cmd.is_link_file(path):
+        if link is not None:
+            why = "--link checks a table's file, not a link's"
+            print(f"progressived: {path}: {why}", file=sys.stderr)
+            return Exit.USAGE
         return link_cmd.check_config(path, file_only=file_only)
     if (config := _load(path)) is None:
+        return Exit.USAGE
+    if link is not None and not _pairs_with(config, link):
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config)
     for finding in findings:
@@ -54,6 +62,18 @@ def check_config(path: Path, *, file_only: bool) -> int:
         return errors[0].status
     print(f"{path}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
     return Exit.OK
+
+
+def _pairs_with(config: DaemonConfig, link: Path) -> bool:
+    """The table's file against its link controller's (progressived.link.runtime.pairing)."""
+    try:
+        problems = pair_problems(config, load_link_config(link))
+    except ConfigError as exc:
+        print(f"progressived: {exc}", file=sys.stderr)
+        return False
+    for problem in problems:
+        print(f"progressived: {config.source}: {problem}", file=sys.stderr)
+    return not problems
 
 
 def run(config: DaemonConfig) -> int:
@@ -117,7 +137,7 @@ def self_check(config: DaemonConfig) -> int:
 
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "check-config":
-        return check_config(args.config, file_only=args.file_only)
+        return check_config(args.config, file_only=args.file_only, link=args.link)
     if args.command == "completion":
         return int(args.handler(args))
     if args.command == "demo" and args.tables != 1:

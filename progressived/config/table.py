@@ -52,6 +52,8 @@ class MeterSection(_Strict):
     rate: Amount | None = None  # required for a local meter
     # A linked meter names its link; its seed, rates and limit are the link's.
     link: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+    # The link's id for it (``[[link.meters]] id``), when not the table's ``id``.
+    link_meter: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     reserve_rate: Amount = Decimal(0)
     limit: Amount | None = None
     above_limit: AboveLimit = AboveLimit.RESERVE
@@ -135,6 +137,11 @@ def table_params_from(
         if m.link is not None:
             meters.append(_linked_meter(source, key, m))
             continue
+        if m.link_meter is not None:
+            raise ConfigError(
+                f"{source}: {key}.link_meter: meter {m.id} names no link; link_meter is the "
+                "link's id of a linked meter (give `link` too, or leave link_meter out)"
+            )
         if m.rate is None:
             raise ConfigError(f"{source}: {key}.rate: missing required key")
         try:
@@ -168,8 +175,10 @@ def table_params_from(
     except ParamsError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     for index, (section, meter) in enumerate(zip(model.progressive.meters, meters, strict=True)):
-        if section.link is None and "seed" in section.model_fields_set and (
-            problem := seed_conflict(params, meter.id, meter.seed)
+        if (
+            section.link is None
+            and "seed" in section.model_fields_set
+            and (problem := seed_conflict(params, meter.id, meter.seed))
         ):
             raise ConfigError(f"{source}: progressive.meters[{index}].seed: {problem}")
     return params
@@ -186,7 +195,7 @@ def _linked_meter(source: str, key: str, section: MeterSection) -> MeterParams:
                 f"{source}: {key}.{name}: meter {section.id} is linked to {section.link}; "
                 "its seed, rates and limit belong to the link's configuration"
             )
-    return MeterParams(id=section.id, link=section.link)
+    return MeterParams(id=section.id, link=section.link, link_meter=section.link_meter)
 
 
 def load_table_params(path: Path) -> TableParams:

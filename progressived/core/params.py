@@ -55,12 +55,20 @@ class MeterParams:
     limit: int | None = None
     above_limit: AboveLimit = AboveLimit.RESERVE
     start: int | None = None
-    # A linked meter (issue 13): its money is the link's; the table holds none of it.
+    # A linked meter: its money is the link's; the table holds none of it.
     link: str | None = None
+    # The link's id for this meter when it differs from the table's (``id`` is what the
+    # paytable's percentage pays name, e.g. ``main``; the link may call it ``pmg``).
+    link_meter: str | None = None
 
     @property
     def start_units(self) -> int:
         return self.seed if self.start is None else self.start
+
+    @property
+    def link_meter_id(self) -> str:
+        """The id this meter has at its link: in messages to it and in its meter topic."""
+        return self.link_meter or self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,10 @@ class TableParams:
     def linked_meters(self) -> frozenset[str]:
         """The meters a link holds (issue 13); empty for a single table."""
         return frozenset(m.id for m in self.meters if m.link is not None)
+
+    def link_meter_ids(self) -> dict[str, str]:
+        """Each linked meter's id at the link, by the table's meter id."""
+        return {m.id: m.link_meter_id for m in self.meters if m.link is not None}
 
     @property
     def link_id(self) -> str | None:
@@ -168,6 +180,18 @@ def sub_cent(wager: int) -> str | None:
     return None
 
 
+def _mapping_hint(params: TableParams, meter_id: str) -> str:
+    """For a linked meter named after the link's id: how to name it the paytable's way."""
+    linked = [m for m in params.meters if m.link is not None and m.id not in params.paytable.meters]
+    if not linked:
+        return ""
+    m = linked[0]
+    return (
+        f"; a linked meter keeps the paytable's id and names the link's meter with link_meter: "
+        f'id = "{meter_id}", link = "{m.link}", link_meter = "{m.link_meter_id}"'
+    )
+
+
 def validate(params: TableParams) -> None:
     """Refuse parameters the engine cannot honour exactly; the message names the setting."""
     if not 1 <= params.seats <= 12:
@@ -190,6 +214,8 @@ def validate(params: TableParams) -> None:
             if m.rate or m.reserve_rate or m.limit is not None or m.start is not None:
                 raise ParamsError(f"{key}: a linked meter's rates, limit and start are the link's")
             continue
+        if m.link_meter is not None:
+            raise ParamsError(f"{key}.link_meter: only a linked meter (with `link`) has one")
         if m.seed <= 0:
             raise ParamsError(f"{key}.seed: must be positive")
         if m.rate < 0 or m.reserve_rate < 0:
@@ -206,11 +232,17 @@ def validate(params: TableParams) -> None:
                     f"{key}.limit: below the starting meter "
                     "(a limit must be at least the current amount)"
                 )
+    at_link = [m.link_meter_id for m in params.meters if m.link is not None]
+    if len(set(at_link)) != len(at_link):
+        raise ParamsError(
+            f"progressive.meters: two linked meters name one meter at the link ({at_link})"
+        )
     for meter_id in params.paytable.meters:
         if meter_id not in ids:
+            hint = _mapping_hint(params, meter_id)
             raise ParamsError(
                 f"paytable {params.paytable.id}: pays a percentage of meter {meter_id!r}, "
-                f"which is not configured (meters: {', '.join(ids)})"
+                f"which is not configured (meters: {', '.join(ids)}){hint}"
             )
     base = params.paytable.wager
     if params.paytable.seed is not None and (params.paytable.seed * params.wager_units) % base:

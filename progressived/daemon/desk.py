@@ -9,7 +9,7 @@ import structlog
 
 from progressived.board.driver import BoardDriver
 from progressived.daemon.board_input import BoardInput
-from progressived.daemon.health import Health, check_health
+from progressived.daemon.health import Health, check_health, degraded
 from progressived.daemon.journal import Journal
 from progressived.daemon.port import (
     DeskStatus,
@@ -51,6 +51,8 @@ class DaemonDesk:
     def status(self) -> DeskStatus:
         j, h = self._journal, self._health
         ok, why = check_health(h, j.config.watchdog)
+        if ok and (problem := degraded(j.state.closed)):
+            why = problem  # healthy for the watchdog, but an operator must act
         return DeskStatus(
             table_id=j.params.table_id,
             paytable_id=j.params.paytable.id,

@@ -26,7 +26,16 @@ from progressived.daemon.link_out import LinkBook
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.outbox import event_outbox
 from progressived.daemon.port import Note
-from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, TableState, decide
+from progressived.engine import (
+    LOCAL_BOOK,
+    Accepted,
+    Command,
+    Lock,
+    SetClosed,
+    TableState,
+    decide,
+)
+from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.ledger import Batch, LedgerUnavailable
 from progressived.ledger.commit import Statement
@@ -35,10 +44,10 @@ from progressived.mqtt.payloads import Topics
 
 log = structlog.get_logger("progressived")
 
-LinkResultFn = Callable[
-    [TableState, str],
-    Awaitable[tuple[MeterAnswered | None, list[Record], list[Statement]] | None],
-]
+LinkAnswer = tuple[MeterAnswered | None, list[Record], list[Statement], str | None]
+"""A final result journaled: the engine's answer, rows, statements, and the reason to close
+the linked progressive (a refusal resending cannot cure), or ``None``."""
+LinkResultFn = Callable[[TableState, str], Awaitable[LinkAnswer | None]]
 Notify = Callable[[str, Mapping[str, Any]], None]
 """Tells observers (tests, the demo) what happened: ``applied``, ``rejected``, ``key``..."""
 
@@ -183,7 +192,8 @@ class Journal(LedgerThread):
 
     async def link_result(self, build: LinkResultFn) -> bool:
         """Journal a final result from the link in one transaction: its ``link_result`` row,
-        the deletion of its outbox row and the engine's answer (if the round awaits one).
+        the deletion of its outbox row, the engine's answer (if the round awaits one) and,
+        for a refusal resending cannot cure, the closing of the linked progressive.
         ``build(state, at)`` makes them from the state as it stands under the lock; it
         returns ``None`` for a result already journaled (a repeat: nothing is written)."""
         async with self.lock:
@@ -191,19 +201,22 @@ class Journal(LedgerThread):
             built = await build(self.state, at)
             if built is None:
                 return False
-            answer, records, statements = built
+            answer, records, statements, close = built
             items: list[Batch | Record] = []
-            decision: Accepted | None = None
-            if answer is not None:
-                decided = decide(self.params, self.state, replace(answer, at=at), self.meter_port)
-                if isinstance(decided, Accepted):
-                    decision = decided
-                else:
+            state, events = self.state, list[Event]()
+            commands: list[Command | MeterAnswered] = [] if answer is None else [answer]
+            if close is not None:
+                commands.append(SetClosed(reason=close, closed=True, at=at, actor="link"))
+            for command in commands:
+                decided = decide(self.params, state, replace(command, at=at), self.meter_port)
+                if not isinstance(decided, Accepted):
                     log.error("the link's answer does not fit the round", reason=decided.reason)
-                if decision is not None and decision.events:
-                    items.append(Batch(decision.events, decision.state, at, "link", None,
+                    continue
+                if decided.events:
+                    items.append(Batch(decided.events, decided.state, at, "link", None,
                                        event_outbox(self.topics, self.params.table_id,
-                                                    decision.events)))  # fmt: skip
+                                                    decided.events)))  # fmt: skip
+                    state, events = decided.state, [*events, *decided.events]
             items += records
             try:
                 await self.commit(self.ledger.transact, items, statements)
@@ -211,10 +224,10 @@ class Journal(LedgerThread):
                 await self.ledger_failed(exc)
                 return False
             self.last_write = time.monotonic()
-            if decision is not None and decision.events:
-                self.state = decision.state
-                self.hits.count(decision.events)
-                self.notify("applied", {"events": decision.events})
+            if events:
+                self.state = state
+                self.hits.count(events)
+                self.notify("applied", {"events": tuple(events)})
             self.wake()
             self.changed()
             return True

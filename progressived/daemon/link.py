@@ -13,7 +13,12 @@ outbox row and is ignored.
 
 After ``missed_heartbeats`` heartbeats missed in a row the table closes its linked meters
 (``SetClosed`` reason ``link-down``); the next heartbeat reopens them. Messages wait in
-the outbox meanwhile and drain when the link answers again.
+the outbox meanwhile and drain when the link answers again. A refusal resending cannot
+cure (:mod:`progressived.daemon.link_refusal`) closes them too (``link refused: CODE``),
+until an operator opens the table again.
+
+Each linked meter is named by the link's id for it (``link_meter``) in every message and
+topic, and by the table's id in the table's events, ledger and signs.
 
 :meth:`LinkClient.status` is what ``progressivectl status`` and the metrics show: up or
 down and since when, the broker connection, the outbox's depth and its oldest message's
@@ -35,10 +40,11 @@ import structlog
 from progressived.config.daemon import DaemonConfig, LinkSection
 from progressived.daemon.journal import Journal
 from progressived.daemon.link_out import DELETE, LinkBook, result_record
+from progressived.daemon.link_refusal import RefusalLog, closes, closure_reason, refused_code
 from progressived.daemon.port import LinkedMeterView, LinkStatus
 from progressived.engine import SetClosed
 from progressived.engine.meter_port import MeterAnswered
-from progressived.engine.state import LINK_DOWN, TableState
+from progressived.engine.state import LINK_DOWN, TableState, link_closures
 from progressived.ledger.commit import Statement
 from progressived.ledger.errors import LedgerError
 from progressived.ledger.rows import Record
@@ -47,7 +53,6 @@ from progressived.mqtt.config import NO_DELAY
 
 log = structlog.get_logger("progressived")
 
-REFUSED_LOG_EVERY_S = 60.0  # one error line per refusal code and minute
 _PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
 _OLDEST = "SELECT count(*), (SELECT payload FROM link_outbox ORDER BY seq LIMIT 1) FROM link_outbox"
 
@@ -71,8 +76,9 @@ class LinkClient:
         params, prefix = config.params, config.mqtt.prefix
         self.book = LinkBook(params, link.id, prefix)
         self.to_topic = lm.to_table_topic(prefix, link.id, params.table_id)
-        self.meter_topics = {
-            lm.meter_topic(prefix, link.id, m): m for m in sorted(params.linked_meters)
+        self.at_link = params.link_meter_ids()  # table meter id -> the link's id for it
+        self.meter_topics = {  # the link's meter topic -> the table's meter id
+            lm.meter_topic(prefix, link.id, at): m for m, at in sorted(self.at_link.items())
         }
         self.meters: dict[str, lm.LinkedMeter] = {}  # the link's latest view per meter
         self.last_heartbeat = time.monotonic()
@@ -86,7 +92,7 @@ class LinkClient:
         self.sent_at: dict[int, float] = {}
         self.resends = 0
         self.refused_code = ""  # the last non-final refusal's code ("" when none)
-        self._refused_said: dict[str, float] = {}
+        self.refusals = RefusalLog(link.id, self.at_link)  # error lines, the link's words
         self._wake = asyncio.Event()
         self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
 
@@ -128,11 +134,13 @@ class LinkClient:
         oldest = self.oldest_at
         meters = []
         for meter_id in sorted(self.meter_topics.values()):
-            seen = self.meters.get(meter_id)
+            seen, at_link = self.meters.get(meter_id), self.at_link[meter_id]
             if seen is None:
-                meters.append(LinkedMeterView(meter_id, None, 0, 0))
+                meters.append(LinkedMeterView(meter_id, None, 0, 0, at_link))
             else:
-                meters.append(LinkedMeterView(meter_id, seen.units, seen.epoch, seen.lseq))
+                meters.append(LinkedMeterView(meter_id, seen.units, seen.epoch, seen.lseq, at_link))
+        closed = self.journal.state.closed
+        code = refused_code(closed)
         return LinkStatus(
             link_id=self.link.id,
             up=self.up,
@@ -146,7 +154,9 @@ class LinkClient:
             ),
             resends=self.resends,
             meters=tuple(meters),
-            closed=LINK_DOWN in self.journal.state.closed,
+            closed=bool(link_closures(closed)),
+            refused=code,
+            refused_reason=self.refusals.reasons.get(code, "") if code is not None else "",
         )
 
     # ------------------------------------------------------------- run
@@ -261,7 +271,7 @@ class LinkClient:
             return
         if topic in self.meter_topics:
             if isinstance(message, lm.LinkedMeter):
-                self._meter(message)
+                self._meter(self.meter_topics[topic], message)
             return
         if getattr(message, "table", None) != self.config.params.table_id or (
             getattr(message, "link", None) != self.link.id
@@ -275,12 +285,16 @@ class LinkClient:
         elif isinstance(message, lm.AwardUpdate):
             log.info("link: award update", claim=message.award.claim, units=message.award.units)
 
-    def _meter(self, meter: lm.LinkedMeter) -> None:
-        known = self.meters.get(meter.meter)
+    def _meter(self, meter_id: str, meter: lm.LinkedMeter) -> None:
+        """The link's meter ``meter`` arrived on the topic of the table's ``meter_id``."""
+        if meter.link != self.link.id or meter.meter != self.at_link[meter_id]:
+            log.warning("link: a meter for another link or meter ignored", meter=meter.meter)
+            return
+        known = self.meters.get(meter_id)
         if known is not None and (meter.epoch, meter.lseq) <= (known.epoch, known.lseq):
             return  # never older than what the sign showed
-        self.meters[meter.meter] = meter
-        self.journal.linked_meters[meter.meter] = meter
+        self.meters[meter_id] = meter
+        self.journal.linked_meters[meter_id] = meter
         self.changed()
 
     async def _heartbeat(self, beat: lm.Heartbeat) -> None:
@@ -303,31 +317,29 @@ class LinkClient:
         if result.status == "refused" and result.lseq == 0:
             # Not final: the link refused the message without consuming its sequence
             # (conflict, head-regressed, too-old, unknown-table, forged, a payload it could
-            # not read). This table's ledger and the link's disagree: an incident for
-            # `progressivectl link reconcile`. The message stays in the outbox (the link
-            # keeps expecting that sequence), nothing is journaled as its answer.
-            now = time.monotonic()
-            if now - self._refused_said.get(result.code, float("-inf")) >= REFUSED_LOG_EVERY_S:
-                self._refused_said[result.code] = now
-                log.error(
-                    "link refused a message without consuming its sequence: the table's "
-                    "ledger and the link's disagree; reconcile them",
-                    link=self.link.id,
-                    seq=result.seq,
-                    id=result.id,
-                    code=result.code,
-                    reason=result.reason,
-                )
+            # not read). The message stays in the outbox (the link keeps expecting that
+            # sequence), nothing is journaled as its answer. When resending it cannot help
+            # (the table is not a member; the two ledgers disagree: an incident for
+            # `progressivectl link reconcile`), the linked progressive closes.
             self.refused_code = result.code
+            if closes(result.code, final=False) and await self._in_outbox(result):
+                self.refusals.say(result, closing=True)
+                await self._close_refused(result)
+            else:
+                self.refusals.say(result, closing=False)
             return
-        if await self.journal.link_result(lambda state, at: self._build(result, state, at)):
+        closing = result.status == "refused" and closes(result.code, final=True)
+        close = closure_reason(result.code) if closing else None
+        if await self.journal.link_result(lambda state, at: self._build(result, state, at, close)):
+            if closing:
+                self.refusals.say(result, closing=True)
             self.sent_at.pop(result.seq, None)
             self.depth = max(0, self.depth - 1)
             self.wake()
 
     async def _build(
-        self, result: lm.Result, state: TableState, at: str
-    ) -> tuple[MeterAnswered | None, list[Record], list[Statement]] | None:
+        self, result: lm.Result, state: TableState, at: str, close: str | None = None
+    ) -> tuple[MeterAnswered | None, list[Record], list[Statement], str | None] | None:
         j = self.journal
         rows = await j.db(
             j.ledger.read, "SELECT id, payload FROM link_outbox WHERE seq = ?", (result.seq,)
@@ -338,4 +350,21 @@ class LinkClient:
         message = json.loads(rows[0][1])
         answer = self.book.answer(state, message, result, at)
         record = result_record(self.link.id, result, str(message["type"]), at)
-        return answer, [record], [(DELETE, (result.seq,))]
+        if refused_code(state.closed) is not None:
+            close = None  # closed by a refusal already: the first one's code stays shown
+        return answer, [record], [(DELETE, (result.seq,))], close
+
+    # ------------------------------------------------------------- refusals
+    async def _in_outbox(self, result: lm.Result) -> bool:
+        """Whether ``result`` answers a message this table is still waiting on (a refusal
+        of something it never sent, or already journaled, changes nothing)."""
+        j = self.journal
+        rows = await j.db(j.ledger.read, "SELECT id FROM link_outbox WHERE seq = ?", (result.seq,))
+        return bool(rows) and rows[0][0] == result.id
+
+    async def _close_refused(self, result: lm.Result) -> None:
+        """Close the linked progressive for a refusal that consumed nothing (journaled)."""
+        j = self.journal
+        if refused_code(j.state.closed) is None:
+            reason = closure_reason(result.code)
+            await j.apply(SetClosed(reason=reason, closed=True, at=j.clock(), actor="link"))

@@ -12,6 +12,10 @@ a ``link_sent`` row and a ``link_outbox`` row, all in the decision's transaction
 A final result (applied or refused) becomes a ``link_result`` row, the deletion of its
 outbox row and, for a claim or a confirmation, the engine's ``MeterAnswered`` (the award
 priced by the link, paid at the confirm's amount, or ``claim_refused``).
+
+A linked meter has two ids: the table's (what its paytable's percentage pays name, in its
+events and its ledger) and the link's (``link_meter``, in every message to the link); the
+book turns one into the other both ways.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ class LinkBook:
         self.claims: dict[str, ClaimRef] = {}  # claim id -> what it claims
         self.by_hand: dict[tuple[int, int, str], str] = {}  # (round, seat, hand) -> claim id
         self.contributions: dict[int, str] = {}  # round -> its contribution's message id
+        self.at_link = params.link_meter_ids()  # table meter id -> the link's id for it
+        self.from_link = {v: k for k, v in self.at_link.items()}
 
     # ------------------------------------------------------------- recovery
     def load(self, sent: Sequence[tuple[dict[str, Any]]]) -> None:
@@ -98,7 +104,8 @@ class LinkBook:
 
     def _remember(self, message: dict[str, Any]) -> None:
         if message["type"] == "claim":
-            ref = ClaimRef(message["round"], message["seat"], message["hand"], message["meter"])
+            meter = self.from_link.get(message["meter"], message["meter"])
+            ref = ClaimRef(message["round"], message["seat"], message["hand"], meter)
             self.claims[message["claim"]] = ref
             self.by_hand[(ref.round, ref.seat, ref.hand)] = message["claim"]
         elif message["type"] == "contribution":
@@ -129,7 +136,7 @@ class LinkBook:
                 msg = lm.Contribution(
                     **env, seq=seq, id=ident, round=event.round,
                     wagers=tuple(
-                        lm.MeterWagers(meter=m, count=len(wagers), units=units)
+                        lm.MeterWagers(meter=self.at_link[m], count=len(wagers), units=units)
                         for m in sorted(linked)
                     ),
                 )  # fmt: skip
@@ -169,7 +176,7 @@ class LinkBook:
                 cid = f"r{request.round}-s{c.seat}-{s}"
                 msg = lm.Claim(
                     **env, seq=s, id=f"{self.table}:{s}", claim=cid, round=request.round,
-                    seat=c.seat, hand=c.hand, meter=c.meter,
+                    seat=c.seat, hand=c.hand, meter=self.at_link[c.meter],
                 )  # fmt: skip
                 out.claims[cid] = ClaimRef(request.round, c.seat, c.hand, c.meter)
                 self._add(out, msg, request.round, c.seat, str(env["at"]), actor)

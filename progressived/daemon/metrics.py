@@ -189,6 +189,7 @@ LINK_METRICS = (
     "progressive_link_outbox_depth",
     "progressive_link_outbox_oldest_seconds",
     "progressive_link_resends_total",
+    "progressive_link_refused",
 )
 """A linked table's view of its link (labels ``table``, ``link``; docs/operations.md)."""
 
@@ -197,7 +198,11 @@ def _link_families(table: str, link: LinkStatus) -> Iterator[Any]:
     labels = [table, link.link_id]
     gauges = (
         ("up", "Heartbeats from the link are arriving.", 1 if link.up else 0),
-        ("closed", "The linked meters are closed at this table (link-down).", int(link.closed)),
+        (
+            "closed",
+            "The linked meters are closed at this table (link-down, or the link refused it).",
+            int(link.closed),
+        ),
         (
             "heartbeat_age_seconds",
             "Seconds since the link's last heartbeat (since the start when none yet).",
@@ -221,6 +226,16 @@ def _link_families(table: str, link: LinkStatus) -> Iterator[Any]:
     )
     resends.add_metric(labels, link.resends)
     yield resends
+    # A refusal resending cannot cure: the linked progressive stays closed until an operator
+    # opens it (docs/link.md, "Refusal codes").
+    refused = GaugeMetricFamily(
+        "progressive_link_refused",
+        "The link refused this table in a way resending cannot cure: the linked meters are "
+        "closed here until the configuration is fixed and an operator opens them.",
+        labels=["table", "link"],
+    )
+    refused.add_metric(labels, int(link.refused is not None))
+    yield refused
 
 
 class MetricsSource(Protocol):

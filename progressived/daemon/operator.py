@@ -16,6 +16,7 @@ from progressived.core.money import MoneyError, cents, display, dollars
 from progressived.core.params import TableParams
 from progressived.daemon.port import DeskPort, DeskStatus, LinkStatus, Note, ParameterPlan
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
+from progressived.engine.state import LINK_REFUSED
 from progressived.ledger import parameters
 from progressived.mqtt.payloads import meter_state
 from progressived.runtime.control import Peer
@@ -63,7 +64,8 @@ class OperatorDesk:
     @staticmethod
     def _meter(s: DeskStatus, meter_id: str) -> dict[str, Any]:
         """A meter as the signs show it: a linked meter with the link's value (the table
-        holds none of its money); ``link-down`` closes linked meters only, not local ones."""
+        holds none of its money), closed until the table has heard it; ``link-down`` and a
+        link refusal close linked meters only, not local ones."""
         state = s.state
         units = state.balance(accounts.meter(meter_id))
         linked = None
@@ -71,12 +73,13 @@ class OperatorDesk:
             linked = next((m for m in s.link.meters if m.meter == meter_id), None)
         if linked is not None:
             units = linked.units or 0
+        heard = linked is None or linked.units is not None
         out = {
             "display": display(units),
             "cents": cents(units),
             "reserve_cents": cents(state.balance(accounts.reserve(meter_id))),
             "overflow_cents": cents(state.balance(accounts.overflow(meter_id))),
-            "state": meter_state(state, meter_id, s.board_online, linked is not None),
+            "state": meter_state(state, meter_id, s.board_online, linked is not None, heard),
         }
         if linked is not None and s.link is not None:
             out["link"] = s.link.link_id
@@ -108,6 +111,12 @@ class OperatorDesk:
             )
             if why_not == "the ledger is unavailable":
                 return {"ok": False, "error": why_not}
+            if not closing:  # the configuration fixed: the link refusal's closure ends too
+                for reason in sorted(self.port.status().state.closed):
+                    if reason.startswith(LINK_REFUSED):
+                        reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
+                        if (why_not := await self.port.submit(reopen)) is not None:
+                            return {"ok": False, "error": why_not}
             return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
             return await self.reload_parameters(operator, approver, reason, peer)
@@ -174,6 +183,9 @@ def link_status(link: LinkStatus) -> dict[str, Any]:
         "heartbeat_age_s": round(link.heartbeat_age_s, 3) if link.heard else None,
         "broker_connected": link.broker_connected,
         "closed": link.closed,
+        "refused": (
+            None if link.refused is None else {"code": link.refused, "reason": link.refused_reason}
+        ),
         "outbox": {
             "depth": link.outbox_depth,
             "oldest_s": None if link.outbox_oldest_s is None else round(link.outbox_oldest_s, 3),
@@ -185,6 +197,7 @@ def link_status(link: LinkStatus) -> dict[str, Any]:
                 "display": None if m.units is None else display(m.units),
                 "epoch": m.epoch,
                 "lseq": m.lseq,
+                "link_meter": m.link_meter or m.meter,
             }
             for m in link.meters
         },
@@ -206,6 +219,8 @@ def plan_reload(
         return "the table id cannot change"
     if params.meter_ids != old.meter_ids:
         return "the set of meters cannot change while running"
+    if params.link_meter_ids() != old.link_meter_ids() or params.link_id != old.link_id:
+        return "a meter's link or link_meter cannot change while running: restart the daemon"
     for meter in params.meters:
         balance = state.balance(accounts.meter(meter.id))
         if meter.limit is not None and meter.limit < balance:

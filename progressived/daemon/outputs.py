@@ -49,13 +49,15 @@ class Outputs:
         # Stamped by the journal's clock: never earlier than the row ``head`` (or any before),
         # and never earlier than the meter message before it, even if the wall clock steps back.
         ts = j.journal_clock.stamp()
-        closed = closures(
-            state, board_online=self.health.board_online, ledger_ok=self.health.ledger_ok
-        )
+        board_online, ledger_ok = self.health.board_online, self.health.ledger_ok
         for meter in params.meters:
             linked = meter.link is not None
-            shown_state = meter_state(state, meter.id, self.health.board_online, linked)
-            if not self.health.ledger_ok:
+            # A linked meter shows the link's value (its retained meter topic); until the
+            # table has heard it, the meter is closed ("waiting for link"), never $0.00 open.
+            view = j.linked_meters.get(meter.id) if linked else None
+            heard = not linked or view is not None
+            shown_state = meter_state(state, meter.id, board_online, linked, heard)
+            if not ledger_ok:
                 shown_state = "closed"
             payload = meter_payload(
                 table_id=params.table_id,
@@ -65,11 +67,10 @@ class Outputs:
                 state=shown_state,
                 ts=ts,
                 pending=pending_awards(state, meter.id),
-                closed=closed,
+                closed=closures(state, board_online=board_online, ledger_ok=ledger_ok, heard=heard),
             )
             if linked:
-                # The link's value (its retained meter topic), with its epoch and sequence.
-                view = j.linked_meters.get(meter.id)
+                # The link's value, with its epoch and sequence.
                 payload.update(linked_fields(meter.link or "", view))
             self.publisher.set_meter(meter.id, payload)
         self.publisher.wake()

@@ -28,12 +28,14 @@ class Note:
 
 @dataclass(frozen=True, slots=True)
 class LinkedMeterView:
-    """A linked meter as the link last published it (``units`` None: not heard yet)."""
+    """A linked meter as the link last published it (``units`` None: not heard yet);
+    ``meter`` is the table's id for it, ``link_meter`` the link's."""
 
     meter: str
     units: int | None
     epoch: int
     lseq: int
+    link_meter: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,10 @@ class LinkStatus:
     ``up``: heartbeats arriving; ``since``: when ``up`` last changed (UTC; the daemon's
     start until the first change). ``outbox_depth``: messages awaiting the link's final
     result; ``outbox_oldest_s``: the age of the oldest (from its ``at``), None when empty.
-    ``closed``: the linked meters are closed at this table (``link-down``).
+    ``closed``: the linked meters are closed at this table (``link-down``, or a refusal
+    resending cannot cure). ``refused``: that refusal's code (``None`` when the link has
+    not refused this table so), ``refused_reason`` the link's words for it (when this run
+    received them).
     """
 
     link_id: str
@@ -57,6 +62,8 @@ class LinkStatus:
     resends: int
     meters: tuple[LinkedMeterView, ...]
     closed: bool
+    refused: str | None = None
+    refused_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from progressived.engine.meter_port import (
     VoidAward,
 )
 from progressived.engine.meter_requests import MeterAward
-from progressived.engine.state import LINK_DOWN, KeyedHand, Phase, TableState
+from progressived.engine.state import KeyedHand, Phase, TableState, link_closures
 
 
 def _new_round(state: TableState) -> TableState:
@@ -111,7 +111,7 @@ def evolve(state: TableState, event: Event) -> TableState:
         case SensorsChanged(present=present):
             return replace(state, sensed=frozenset(present))
         case RoundLocked(seats=seats):
-            off = LINK_DOWN in state.closed
+            off = bool(link_closures(state.closed))
             return replace(state, phase=Phase.LOCKED, locked=frozenset(seats), linked_off=off)
         case ClaimRefused(seat=seat, hand=hand):  # a refused confirmation drops the award
             awards = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))

@@ -22,10 +22,24 @@ if TYPE_CHECKING:
     from progressived.engine.meter_requests import MeterRequest
 
 
-# The reason a table closes its linked progressive when the link stops answering (issue 13):
+# The reason a table closes its linked progressive when the link stops answering:
 # LOCK still locks the local meters; a round locked while it holds sends no contribution
 # and its claims on a linked meter are refused.
 LINK_DOWN = "link-down"
+# The reason's prefix when the link refused a message in a way resending cannot cure (its
+# configuration and the table's disagree): ``link refused: unknown-meter``. It closes the
+# linked progressive as ``link-down`` does, until an operator opens it again.
+LINK_REFUSED = "link refused: "
+
+
+def is_link_closure(reason: str) -> bool:
+    """Whether ``reason`` closes the linked meters only (the local ones keep playing)."""
+    return reason == LINK_DOWN or reason.startswith(LINK_REFUSED)
+
+
+def link_closures(closed: frozenset[str]) -> frozenset[str]:
+    """The closures of ``closed`` that close the linked meters only."""
+    return frozenset(r for r in closed if is_link_closure(r))
 
 
 class Phase(enum.StrEnum):

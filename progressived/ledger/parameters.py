@@ -36,6 +36,8 @@ def describe(params: TableParams) -> dict[str, Any]:
     for m in params.meters:
         if m.link is not None:  # the link records its meters' figures
             out[f"meters.{m.id}.link"] = m.link
+            if m.link_meter_id != m.id:  # recorded only when the link names it otherwise
+                out[f"meters.{m.id}.link_meter"] = m.link_meter_id
             continue
         out[f"meters.{m.id}.seed_units"] = params.reset_seed(m.id)
         out[f"meters.{m.id}.rate"] = str(m.rate)

@@ -40,7 +40,7 @@ from progressived.engine.events import (
     TrayPaid,
 )
 from progressived.engine.meter_requests import ReserveAwards
-from progressived.engine.state import LINK_DOWN
+from progressived.engine.state import link_closures
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +79,17 @@ def dumps(payload: Mapping[str, Any]) -> str:
 
 
 def meter_state(
-    state: TableState, meter_id: str, board_online: bool = True, linked: bool = False
+    state: TableState,
+    meter_id: str,
+    board_online: bool = True,
+    linked: bool = False,
+    heard: bool = True,
 ) -> str:
     """``open``, ``pending`` (an award awaits the supervisor, or a claim awaits a linked
-    meter's price) or ``closed``. The link down (``link-down``) closes linked meters only."""
+    meter's price) or ``closed``. The link down (``link-down``) or refusing (``link
+    refused: CODE``) closes linked meters only; a linked meter whose value the table has
+    not ``heard`` from the link yet is closed too (``waiting for link``), never an open
+    $0.00."""
     if state.meter_pending(meter_id) or any(
         c.meter == meter_id
         for r in state.awaiting
@@ -90,8 +97,8 @@ def meter_state(
         for c in r.claims
     ):
         return "pending"
-    closed = state.closed if linked else state.closed - {LINK_DOWN}
-    if closed or not board_online:
+    closed = state.closed if linked else state.closed - link_closures(state.closed)
+    if closed or not board_online or (linked and not heard):
         return "closed"
     return "open"
 
@@ -99,6 +106,9 @@ def meter_state(
 # Closure reasons the meter names that no ``table_closed`` event carries (docs/mqtt.md).
 BOARD_OFFLINE = "board offline"  # the same reason the daemon journals (daemon/board_input.py)
 LEDGER_UNAVAILABLE = "ledger unavailable"  # the ledger refuses writes: nothing can be journaled
+# A linked meter whose value the link has not published to this table yet (since the
+# daemon started): shown closed with this reason, on that meter only.
+WAITING_FOR_LINK = "waiting for link"
 
 
 def pending_awards(state: TableState, meter_id: str) -> list[dict[str, Any]]:
@@ -110,14 +120,19 @@ def pending_awards(state: TableState, meter_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def closures(state: TableState, *, board_online: bool = True, ledger_ok: bool = True) -> list[str]:
+def closures(
+    state: TableState, *, board_online: bool = True, ledger_ok: bool = True, heard: bool = True
+) -> list[str]:
     """The open closures: every ``table_closed`` reason not yet ended by its ``table_opened``,
-    plus what closes the progressive without an event (the board or the ledger gone)."""
+    plus what closes the progressive without an event (the board or the ledger gone, and on
+    a linked meter not ``heard`` from the link yet, ``waiting for link``)."""
     reasons = set(state.closed)
     if not board_online:
         reasons.add(BOARD_OFFLINE)
     if not ledger_ok:
         reasons.add(LEDGER_UNAVAILABLE)
+    if not heard:
+        reasons.add(WAITING_FOR_LINK)
     return sorted(reasons)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TextIO
 import aiomqtt
 
 from progressived.mqtt.payloads import (
+    WAITING_FOR_LINK,
     event_problem,
     event_topic,
     meter_problem,
@@ -112,6 +113,7 @@ class SignView:
     seen_events: set[tuple[str, int]] = field(default_factory=set)
     boot: str = ""  # the controller run whose meter seqs this view follows
     waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
+    closed: tuple[str, ...] = ()  # why the meter is closed (its ``closed``), shown with CLOSED
 
     @property
     def meter_topic(self) -> str:
@@ -141,6 +143,10 @@ class SignView:
             if data["seq"] < self.seq:
                 return False  # an older value delivered late
             self.seq, self.display, self.state = data["seq"], data["display"], data["state"]
+            reasons = data.get("closed")
+            self.closed = tuple(str(r) for r in reasons) if isinstance(reasons, list) else ()
+            if self.state == "closed" and WAITING_FOR_LINK in self.closed:
+                self.display = "----"  # a linked meter with no value yet: never $0.00
             return True
         if topic == status_topic(self.prefix, self.table_id):
             self.tables[parts[-2]] = str(data.get("status", "?"))
@@ -195,6 +201,10 @@ class SignView:
         if self.offline:
             return "OFFLINE"
         waiting = f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
+        if self.state == "closed" and self.closed == (WAITING_FOR_LINK,):
+            return "WAITING FOR THE LINK"
+        if self.state == "closed" and self.closed:
+            return f"CLOSED: {', '.join(self.closed)}"
         return {"pending": "PENDING", "closed": "CLOSED", "open": "", "waiting": waiting}.get(
             self.state, self.state.upper()
         )

@@ -109,8 +109,9 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
     if rule.pay.from_meter:
         if state.linked_off and params.is_linked(rule.pay.meter):
             return Rejected(
-                f"round {state.round} was locked while the link was down: its {hand} claim on "
-                f"linked meter {rule.pay.meter} is refused",
+                f"round {state.round} was locked while the linked progressive was closed (the "
+                f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
+                "refused",
                 "link-closed",
                 state,
             )

@@ -15,7 +15,7 @@ from progressived.engine.events import (
 )
 from progressived.engine.meter_port import Contribute
 from progressived.engine.round.plan import Plan, Step, seat_error
-from progressived.engine.state import LINK_DOWN, Phase, TableState
+from progressived.engine.state import Phase, TableState, link_closures
 
 
 def sensors(params: TableParams, state: TableState, cmd: Sensors) -> Rejected | Plan:
@@ -42,9 +42,9 @@ def lock(params: TableParams, state: TableState, cmd: Lock) -> Rejected | Plan:
     """LOCK: the round locks the sensed seats and asks the meter book for their contributions."""
     if state.phase is not Phase.OPEN:
         return Rejected(f"round {state.round} is already locked", "already-locked", state)
-    # The link down closes the linked meters only: LOCK still locks the local ones.
+    # The link down or refusing closes the linked meters only: LOCK still locks the local ones.
     local_meters = len(params.linked_meters) < len(params.meters)
-    closing = state.closed - {LINK_DOWN} if local_meters else state.closed
+    closing = state.closed - link_closures(state.closed) if local_meters else state.closed
     if closing:
         why = ", ".join(sorted(closing))
         return Rejected(f"the progressive is closed ({why}): LOCK refused", "closed", state)

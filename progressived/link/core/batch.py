@@ -83,10 +83,20 @@ def run_batch(
         out.state = step.state
         _count(out, step)
         for reply in step.replies:
-            if reply.table in params.tables:  # never a reply topic for a stranger
+            if reply.table in params.tables or _told_not_a_member(reply, table):
                 topic = to_table_topic(prefix, params.link_id, reply.table)
                 out.replies.append(Outgoing(topic, encode(reply)))
     return out
+
+
+def _told_not_a_member(reply: object, topic_table: str) -> bool:
+    """A stranger gets one answer: ``unknown-table``, on the reply topic of the topic it
+    sent on (which its own message names: the broker's ACL lets only that table write it),
+    so a table missing from ``[link] tables`` learns it at its first message. Nothing else
+    is ever published for a stranger."""
+    return (
+        isinstance(reply, Result) and reply.code == "unknown-table" and reply.table == topic_table
+    )
 
 
 def _count(out: Outcome, step: Step) -> None:
