@@ -64,7 +64,6 @@ async def test_the_page_follows_a_table_through_every_state(
         )
         assert page["title"] == "Three Card Poker Progressive" and page["where"] == "Table 7"
         assert TABLE not in page["text"]
-        await asyncio.to_thread(driver.save_screenshot, str(shots / "table-open.png"))
 
         # A keyed 100% award: PENDING with the hand's name, the award, the table and the seat.
         await t.collect(1, 3, 5)

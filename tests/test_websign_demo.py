@@ -34,7 +34,9 @@ def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
                 break
         assert url, "".join(lines)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not snapshot.get("sources"):
+        while time.monotonic() < deadline and not any(
+            s.get("meters") for s in snapshot.get("sources", [])
+        ):
             try:
                 with urllib.request.urlopen(f"{url}/state.json", timeout=2) as answer:
                     snapshot = json.load(answer)

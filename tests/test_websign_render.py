@@ -231,3 +231,14 @@ def test_money_is_exact_at_every_size() -> None:
     assert money(9_999_999_999) == "$99,999,999.99" == dollars(9_999_999_999)
     assert money(250_000, whole=True) == "$2,500" and money(250_050, whole=True) == "$2,500.50"
     assert money(5) == "$0.05" and money(-150) == "-$1.50"
+
+
+def test_a_huge_text_from_the_broker_is_cut_on_screen() -> None:
+    floor = floor_with(
+        status(),
+        meter(100, 1, state="closed", closed=["x" * 10_000]),
+        event("envy", 2, seat=1, from_seat=2, hand="h" * 10_000, cents=5),
+    )
+    text = visible(page(floor))
+    assert "x" * 159 + "…" in text and "x" * 160 not in text
+    assert "h" * 79 + "…" in text and "h" * 80 not in text

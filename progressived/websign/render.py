@@ -28,8 +28,18 @@ _EM = {",": 0.38, ".": 0.38, "-": 0.42}
 _DIGIT_EM = 0.7
 
 
+SHOWN_CHARS = 80  # a text that came over MQTT is cut to this on screen (a sign, not a log)
+
+
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
+
+
+def _t(text: object, most: int = SHOWN_CHARS) -> str:
+    """Text from a message, for the screen: escaped and cut to ``most`` characters, so a
+    hostile or broken publisher can neither inject markup nor push the layout apart."""
+    shown = str(text)
+    return _e(shown if len(shown) <= most else shown[: most - 1] + "…")
 
 
 def em_width(text: str) -> float:
@@ -74,7 +84,7 @@ def _head(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str:
     return (
         f'<header class="head">{logo}<div class="titles">'
         f'<div class="title">{_e(title)}</div>'
-        f'<div class="where" data-fallback="{_e(fallback)}">{_e(look.name)}</div>'
+        f'<div class="where" data-fallback="{_t(fallback)}">{_e(look.name)}</div>'
         "</div></header>"
     )
 
@@ -110,19 +120,19 @@ def _status(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str
     for award in src["pending"]:
         lines.append(
             f'<div class="pending-award" data-seat="{int(award["seat"])}">'
-            f'<span class="tag">JACKPOT PENDING</span> {_e(hand_name(look, award["hand"]))} '
+            f'<span class="tag">JACKPOT PENDING</span> {_t(hand_name(look, award["hand"]))} '
             f'<span class="money">{_e(money(int(award["cents"])))}</span> '
-            f"{_e(where)} · Seat {int(award['seat'])}</div>"
+            f"{_t(where)} · Seat {int(award['seat'])}</div>"
         )
     if source_state(src) == "closed":
         reasons = ["controller offline"] if src["status"] == "offline" else list(src["closed"])
         words = "; ".join(closed_words(reasons)) or "Closed"
-        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_e(words)}</div>')
+        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_t(words, 160)}</div>')
         links = sorted({str(m["link"]) for m in src["meters"] if m.get("link")})
         for link in links:
             name = config.look("link", link).name or "the linked jackpot"
             lines.append(
-                f'<div class="not-contributing">This table is not contributing to {_e(name)}</div>'
+                f'<div class="not-contributing">This table is not contributing to {_t(name)}</div>'
             )
     return f'<div class="status">{"".join(lines)}</div>'
 
@@ -153,7 +163,7 @@ def _envy(src: Mapping[str, Any], look: SourceLook) -> str:
     items = "".join(
         f'<li data-seat="{int(e["seat"])}">Seat {int(e["seat"])} wins '
         f'<span class="money">{_e(money(int(e["cents"])))}</span> · '
-        f"{_e(hand_name(look, e['hand']))} at Seat {int(e['from_seat'])}</li>"
+        f"{_t(hand_name(look, e['hand']))} at Seat {int(e['from_seat'])}</li>"
         for e in src["envy"]
     )
     tag = '<span class="tag">ENVY BONUS</span>'
@@ -169,10 +179,10 @@ def _banner(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str
     return (
         f'<div class="banner" data-remaining-ms="{int(banner["remaining_ms"])}" '
         f'data-seat="{seat}"><div class="banner-head">WINNER</div>'
-        f'<div class="banner-hand">{_e(hand_name(look, banner["hand"]))}</div>'
+        f'<div class="banner-hand">{_t(hand_name(look, banner["hand"]))}</div>'
         f'<div class="banner-amount">{_e(money(int(banner["cents"])))}</div>'
-        f'<div class="banner-where">{_e(config.table_name(table))} · Seat {seat}</div>'
-        f'<div class="banner-asset">Table asset number {_e(table)}</div></div>'
+        f'<div class="banner-where">{_t(config.table_name(table))} · Seat {seat}</div>'
+        f'<div class="banner-asset">Table asset number {_t(table)}</div></div>'
     )
 
 

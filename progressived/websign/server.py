@@ -87,17 +87,21 @@ class SignServer:
     def broker_json(self) -> dict[str, Any]:
         return {"state": self.broker, "detail": self.broker_detail, "url": self.login.url}
 
-    def sources(self, now: float) -> list[dict[str, Any]]:
-        """Every source heard of, and those the sign file shows that are not heard yet."""
+    def sources(self, now: float, waiting: bool = True) -> list[dict[str, Any]]:
+        """Every source heard of, and (``waiting``) those shown that are not heard yet."""
         heard = self.floor.snapshot(now)
+        if not waiting:
+            return heard
         keys = {s["key"] for s in heard}
         shown = [("table", t) for t in self.tables] + [("link", k) for k in self.links]
         waiting = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
         return sorted(heard + waiting, key=lambda s: str(s["key"]))
 
     def snapshot(self, html: bool = False) -> dict[str, Any]:
+        """The picture: with ``html`` (the stream's), also the sources shown but not heard
+        of yet, each drawn; without (``/state.json``), what the broker said."""
         now = time.monotonic()
-        sources = self.sources(now)
+        sources = self.sources(now, waiting=html)
         if html:
             sources = [{**s, "html": source_html(s, self.config)} for s in sources]
         return {
