@@ -94,8 +94,8 @@ class SignServer:
             return heard
         keys = {s["key"] for s in heard}
         shown = [("table", t) for t in self.tables] + [("link", k) for k in self.links]
-        waiting = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
-        return sorted(heard + waiting, key=lambda s: str(s["key"]))
+        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
+        return sorted(heard + unheard, key=lambda s: str(s["key"]))
 
     def snapshot(self, html: bool = False) -> dict[str, Any]:
         """The picture: with ``html`` (the stream's), also the sources shown but not heard
