@@ -192,6 +192,14 @@ def test_a_closed_linked_table_says_it_is_not_contributing() -> None:
     text = visible(page(floor, only="table/uth-03"))
     assert "CLOSED | The link to the jackpot controller is down" in text
     assert "This table is not contributing to Mega Link" in text
+    # Its own (local) meter closed while the linked one is open: it still contributes.
+    floor = floor_with(
+        status("uth-03"),
+        meter(1_000_000, 2, "uth-03", "pmg", link=link),
+        meter(5_000, 3, "uth-03", "side", state="closed", closed=["operator"]),
+    )
+    text = visible(page(floor, only="table/uth-03"))
+    assert "CLOSED | Closed by an operator" in text and "not contributing" not in text
 
 
 def test_levels_are_named_from_the_sign_file_or_the_paytable_never_by_id() -> None:

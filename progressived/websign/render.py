@@ -128,7 +128,14 @@ def _status(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str
         reasons = ["controller offline"] if src["status"] == "offline" else list(src["closed"])
         words = "; ".join(closed_words(reasons)) or "Closed"
         lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_t(words, 160)}</div>')
-        links = sorted({str(m["link"]) for m in src["meters"] if m.get("link")})
+        offline = src["status"] == "offline"
+        links = sorted(
+            {
+                str(m["link"])
+                for m in src["meters"]
+                if m.get("link") and (offline or m["state"] == "closed")
+            }
+        )
         for link in links:
             name = config.look("link", link).name or "the linked jackpot"
             lines.append(
