@@ -56,6 +56,14 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         rows.append(("link controller RSS (max)", f"{rss:.1f} MiB", "<= 80 MB", rss <= 80))
         ratio = link["ledger"]["ratio"]
         rows.append(("link ledger / bare sqlite", f"{ratio:.2f}x", "<= 2x", ratio <= 2))
+    sign = r.get("websign")
+    if sign:
+        frame = sign["pixels"]["frame"]["p99_ms"]
+        rows.append(("web sign: message -> painted frame p99", f"{frame:.1f} ms", "<= 100 ms",
+                     frame <= 100))
+        rss, pages = sign["memory"]["rss_pages_mb"], sign["memory"]["pages"]
+        rows.append((f"web sign server RSS, {pages} pages", f"{rss:.1f} MB", "<= 60 MB",
+                     rss <= 60))
     mem = r.get("memory")
     if mem:
         rows.append(("RSS after rounds (loop)", f"{mem['rss_mb_after_rounds']:.1f} MB", "<= 60 MB",

@@ -19,6 +19,9 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
                 ledger), and ``progressivectl ledger verify`` on it against its floor (one
                 pass reading every journal row and hashing it; bench/verify.py);
 * idle        — the daemon's CPU time over a 60 s idle window (board heartbeats only);
+* websign     — the web sign (bench/websign_pixels.py): MQTT message -> the painted frame
+                in headless Chromium (p99, motion reduced); and the sign server's RSS with
+                50 pages (bench/websign.py);
 * link        — the link controller (bench/link.py): contributions from 50 simulated tables
                 through the broker, durable and acknowledged (wagers/s over a minute); claim
                 -> every sign showing the hit (p99); the controller's RSS; and its ledger's
@@ -53,7 +56,7 @@ from progressived.testing.broker import Mosquitto
 # This module is the runner (sections, counts, the command line); each section is measured by
 # its own module (bench/floor.py, latency.py, throughput.py, memory.py, startup.py), summarised
 # with bench/measure.py and judged against its target by bench/report.py.
-SECTIONS = ("floor", "latency", "throughput", "memory", "startup", "idle", "link")
+SECTIONS = ("floor", "latency", "throughput", "memory", "startup", "idle", "link", "websign")
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,13 @@ class Counts:
     link_tables: int = 50
     link_seconds: float = 60.0
     link_claims: int = 200
+    sign_updates: int = 200
+    sign_pages: int = 50
 
 
 QUICK = Counts(
     floor=50, presses=36, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0,
-    link_tables=5, link_seconds=3.0, link_claims=10,
+    link_tables=5, link_seconds=3.0, link_claims=10, sign_updates=20, sign_pages=3,
 )
 
 
@@ -140,6 +145,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result["link"]["ledger"] = bench_link_ledger(
                 section("link-ledger"), messages=counts.wagers // 10, group=counts.group // 10
             )
+        if "websign" in only:
+            from bench.websign import measure as sign_memory
+            from bench.websign_pixels import measure as sign_pixels
+
+            result["websign"] = {
+                "pixels": await sign_pixels(counts.sign_updates, section("websign")),
+                "memory": await sign_memory(counts.sign_pages, counts.sign_updates * 4, True),
+            }
     rows = verdicts(result)
     result["targets"] = [
         {"measure": n, "result": v, "target": t, "met": ok} for n, v, t, ok in rows

@@ -5,8 +5,10 @@ of tables, then opens ``--pages`` (default 50) server-sent-event streams from Py
 client, as many browsers would hold) and publishes ``--updates`` meter changes. Every stream
 must receive every update. Figures: the floor (a bare Python importing only aiohttp.web and
 aiomqtt), the server's RSS idle with no page and with the pages connected after the
-updates, and the ratios; the target is <= 60 MB with 50
-pages (issue 14, docs/performance.md). Prints one JSON line.
+updates, and the ratios; the target is <= 60 MB with 50 pages (docs/performance.md).
+``--sign-file`` runs the sign as a floor does, with a sign file naming the tables and their
+paytable (validated with pydantic; every update then carries its names and paytable in its
+HTML). Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import aiohttp
 import aiomqtt
@@ -64,15 +68,28 @@ def library_floor() -> int:
     return rss
 
 
-async def measure(pages: int, updates: int) -> dict[str, float | int]:
+def sign_file(folder: Path) -> Path:
+    """A sign file naming the bench's tables and their paytable (what a floor runs with)."""
+    path = folder / "sign.toml"
+    path.write_text(
+        "[sign]\n"
+        + "".join(
+            f'[[sign.tables]]\nid = "bench-{n}"\nname = "Table {n}"\npaytable = "tcp-sd-1"\n'
+            for n in range(TABLES)
+        )
+    )
+    return path
+
+
+async def measure(pages: int, updates: int, with_file: bool = False) -> dict[str, float | int]:
     floor = library_floor()
-    with Mosquitto() as broker:
+    with Mosquitto() as broker, tempfile.TemporaryDirectory(prefix="websign-") as scratch:
         port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "progressived.cli.ctl", "sign", "--web",
-             "--listen", f"127.0.0.1:{port}", "--port", str(broker.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        cmd = [sys.executable, "-m", "progressived.cli.ctl", "sign", "--web",
+               "--listen", f"127.0.0.1:{port}", "--port", str(broker.port)]  # fmt: skip
+        if with_file:
+            cmd += ["--config", str(sign_file(Path(scratch)))]
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             await asyncio.to_thread(wait_for_port, "127.0.0.1", port, 15)
             async with aiomqtt.Client(broker.host, broker.port) as client:
@@ -109,6 +126,7 @@ async def measure(pages: int, updates: int) -> dict[str, float | int]:
                     loaded = rss_bytes(server.pid)
             delivered = sum(len(s) for s in seen)
             return {
+                "sign_file": with_file,
                 "pages": pages,
                 "updates": per_table * TABLES,
                 "delivered_to_every_page": delivered >= pages * per_table,
@@ -129,8 +147,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=50)
     parser.add_argument("--updates", type=int, default=800)
+    parser.add_argument(
+        "--sign-file",
+        action="store_true",
+        help="run the sign with a sign file naming the tables and their paytable (--config)",
+    )
     args = parser.parse_args()
-    result = asyncio.run(measure(args.pages, args.updates))
+    result = asyncio.run(measure(args.pages, args.updates, args.sign_file))
     print(json.dumps(result))
     ok = result["delivered_to_every_page"] and float(result["rss_pages_mb"]) <= 60
     return 0 if ok else 1

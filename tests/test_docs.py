@@ -49,6 +49,7 @@ from progressived.engine.events import EVENT_TYPES
 from progressived.link.runtime.config import LinkSection, link_config_from, load_link_config
 from progressived.link.runtime.pairing import pair_problems
 from progressived.mqtt.payloads import WAITING_FOR_LINK, event_payload
+from progressived.signs.web.config import SignSection, sign_config_from
 from tests.conftest import ROOT
 from tests.mqtt_schemas import MQTT_DOC, documented_event_kinds, problems
 from tests.test_mqtt_schema import engine_events, undocumented_not_published
@@ -82,6 +83,8 @@ def check_toml_block(block: str, folder: Path) -> None:
         daemon_config_from({**base, section: data[section]}, CONFIG)
     elif marker == "# link.toml":
         link_config_from(data, ROOT / "config" / "link.toml")
+    elif marker == "# sign.toml":
+        sign_config_from(data, "sign.toml")
     elif marker == "# paytable file":
         path = folder / f"{data['id']}.toml"
         path.write_text(block)
@@ -89,7 +92,7 @@ def check_toml_block(block: str, folder: Path) -> None:
     else:
         raise AssertionError(
             f"a TOML block must start with '# progressived.toml', '# link.toml', "
-            f"'# [name] section' or '# paytable file', not {marker!r}"
+            f"'# sign.toml', '# [name] section' or '# paytable file', not {marker!r}"
         )
 
 
@@ -161,6 +164,7 @@ def configuration_fields() -> dict[str, FieldInfo]:
         ],
     }
     fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
+    fields.update(model_fields(SignSection, "sign."))  # the web sign's own file
     for section, field in _DaemonModel.model_fields.items():
         models = section_models.get(section) or _models_in(field.annotation)
         assert models, f"no model for the [{section}] section"
@@ -225,6 +229,7 @@ def test_the_key_scan_is_not_vacuous() -> None:
     for key in ("mqtt.tls.ca_certs", "progressive.meters.rate", "board.port", "board.driver"):
         assert key in keys
     assert {"keypad.lock", "ledger.retry_s", "selfcheck.software_sha256"} <= keys
+    assert {"sign.colours.meter", "sign.tables.paytable", "sign.links.levels"} <= keys
 
 
 def test_every_configuration_key_is_documented_and_every_documented_key_exists() -> None:

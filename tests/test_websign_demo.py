@@ -1,6 +1,6 @@
 """``progressived demo`` serves the web sign: its banner prints the URL, and while the demo
 plays that URL answers with the demo table's meter (read as a browser's page would, from
-the server's snapshot)."""
+the server's snapshot), drawn into the page with the names of the demo's sign file."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
                 break
         assert url, "".join(lines)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not snapshot.get("sources"):
+        while time.monotonic() < deadline and not any(
+            s.get("meters") for s in snapshot.get("sources", [])
+        ):
             try:
                 with urllib.request.urlopen(f"{url}/state.json", timeout=2) as answer:
                     snapshot = json.load(answer)
@@ -42,7 +44,10 @@ def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
                 pass
             time.sleep(0.2)
         with urllib.request.urlopen(f"{url}/table/demo-1", timeout=2) as page:
-            assert b"/static/sign.js" in page.read()
+            html = page.read().decode()
+        # The server draws the page with the meter it holds, the names from its sign file.
+        assert "/static/sign.js" in html and "Waiting for a table" not in html
+        assert "Demo Table" in html and "Three Card Poker Progressive" in html
     finally:
         rest, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, "".join(lines) + rest

@@ -1,62 +1,51 @@
-"""A web sign server process and a headless Chromium looking at it, for the browser tests.
+"""A web sign server process and headless Chromium looking at it, for the browser tests.
 
 Chromium and its driver are Debian's (``apt-get install chromium chromium-driver``; .ci/test
 installs them). Selenium is told where they are, so it never downloads a browser.
+
+Every sign process and browser a test starts belongs to a fixture (``sign_servers``,
+``browsers``) whose teardown is bounded: a sign is sent SIGTERM, then SIGKILL after 10 s; a
+browser is quit, and its driver killed if quitting hangs. So a browser that fails to start
+(or a test that fails half-way) never leaves a ``progressivectl sign --web`` behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 
+from bench.websign_pixels import NoBrowser, chromium, quit_chromium
 from progressived.testing.broker import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = ("chromium", "/usr/bin/chromium")
-DRIVER = ("chromedriver", "/usr/bin/chromedriver")
+STOP_S = 10.0  # a sign process or a browser gets this long to stop before it is killed
 
 
-def _which(names: tuple[str, ...]) -> str | None:
-    for name in names:
-        found = shutil.which(name) or (name if os.path.isfile(name) else None)
-        if found:
-            return found
-    return None
+def browser(
+    width: int = 1920, height: int = 1080, reduced_motion: bool = False, profile: Path | None = None
+) -> webdriver.Chrome:
+    """Headless Chromium with a viewport of exactly ``width`` x ``height`` CSS pixels (the
+    bench's, bench/websign_pixels.py); the test fails saying what to install if it is not."""
+    try:
+        return chromium(width, height, reduced_motion, profile)
+    except NoBrowser as exc:
+        pytest.fail(f"{exc} (.ci/test installs them as root)")
 
 
-def browser(width: int = 1920, height: int = 1080) -> webdriver.Chrome:
-    chromium, driver = _which(CHROMIUM), _which(DRIVER)
-    if chromium is None or driver is None:
-        pytest.fail(
-            "the browser tests need Debian's chromium and chromium-driver: "
-            "sudo apt-get install chromium chromium-driver (.ci/test installs them as root)"
-        )
-    options = Options()
-    options.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        f"--window-size={width},{height}",
-        "--hide-scrollbars",
-    ):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver), options=options)
+def quit_browser(chrome: webdriver.Chrome) -> None:
+    quit_chromium(chrome, STOP_S)
 
 
 def screenshots(tmp: Path) -> Path:
@@ -72,86 +61,160 @@ class WebSign:
 
     broker_port: int
     tmp: Path
-    banner_s: float = 4.0
+    banner_s: float | None = 4.0
+    config: Path | None = None
+    args: tuple[str, ...] = ()
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     runs: int = 0
+    logs: list[Path] = field(default_factory=list)
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable, "-m", "progressived.cli.ctl", "sign", "--web",
+            "--listen", f"127.0.0.1:{self.port}", "--port", str(self.broker_port),
+            "--keepalive-s", "1", *self.args,
+        ]  # fmt: skip
+        if self.banner_s is not None:
+            cmd += ["--banner-s", str(self.banner_s)]
+        if self.config is not None:
+            cmd += ["--config", str(self.config)]
+        return cmd
 
     async def start(self) -> WebSign:
         self.port = self.port or free_port()
         self.runs += 1
-        log = (self.tmp / f"websign-{self.runs}.log").open("wb")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "progressived.cli.ctl",
-                "sign",
-                "--web",
-                "--listen",
-                f"127.0.0.1:{self.port}",
-                "--port",
-                str(self.broker_port),
-                "--banner-s",
-                str(self.banner_s),
-                "--keepalive-s",
-                "1",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        await asyncio.to_thread(wait_for_port, "127.0.0.1", self.port, 15)
+        log = self.tmp / f"websign-{self.runs}.log"
+        self.logs.append(log)
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            await asyncio.to_thread(wait_for_port, "127.0.0.1", self.port, 15)
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.proc is not None
         self.proc.send_signal(sig)
-        code = self.proc.wait(10)
+        code = self.proc.wait(STOP_S)
         self.proc = None
         return code
+
+    def close(self) -> None:
+        """Stop the process if it still runs: SIGTERM, then SIGKILL after STOP_S."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_S)
 
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
 
+@pytest.fixture
+def sign_servers(tmp_path: Path) -> Iterator[Callable[..., WebSign]]:
+    """Make sign servers (``sign_servers(broker_port, ...)``); all are stopped at teardown."""
+    made: list[WebSign] = []
+
+    def make(broker_port: int, **kwargs: Any) -> WebSign:
+        sign = WebSign(broker_port, tmp_path, **kwargs)
+        made.append(sign)
+        return sign
+
+    yield make
+    for sign in made:
+        sign.close()
+
+
+@pytest.fixture
+def browsers(tmp_path: Path) -> Iterator[Callable[..., webdriver.Chrome]]:
+    """Open headless Chromiums (``browsers(width, height, reduced_motion=...)``), each with a
+    fresh profile; all are quit (bounded) at teardown."""
+    opened: list[webdriver.Chrome] = []
+
+    def open_browser(width: int = 1920, height: int = 1080, reduced_motion: bool = False) -> Any:
+        profile = tmp_path / f"chromium-{len(opened)}"
+        chrome = browser(width, height, reduced_motion, profile)
+        opened.append(chrome)
+        return chrome
+
+    yield open_browser
+    for chrome in opened:
+        quit_browser(chrome)
+
+
 SOURCE_JS = """
-const box = document.querySelector('section.source[data-key="table/' + arguments[0] + '"]');
+const box = document.querySelector('section.source[data-key="' + arguments[0] + '"]');
 if (!box) return null;
 const meters = {};
-for (const m of box.querySelectorAll('.meter')) {
-  meters[m.dataset.meter] = {amount: m.querySelector('.amount').textContent, state: m.dataset.state};
+for (const m of box.querySelectorAll('.meter[data-meter]')) {
+  meters[m.dataset.meter] = {amount: m.querySelector('.amount').textContent, state: m.dataset.state,
+                             level: m.querySelector('.level').textContent};
 }
+const text = (sel) => [...box.querySelectorAll(sel)].map((n) => n.textContent);
 const banner = box.querySelector('.banner');
 return {
+  state: box.dataset.state,
+  title: (box.querySelector('.title') || {}).textContent || '',
+  where: (box.querySelector('.where') || {}).textContent || '',
   meters: meters,
-  banner: banner ? banner.textContent : '',
-  pending: [...box.querySelectorAll('.pending-award')].map((p) => p.textContent),
+  banner: banner ? banner.innerText : '',
+  pending: text('.pending-award'),
   why: (box.querySelector('.why') || {}).textContent || '',
-  envy: [...box.querySelectorAll('.envy li')].map((li) => li.textContent),
+  contributing: text('.not-contributing'),
+  envy: text('.envy li'),
+  paytable: [...box.querySelectorAll('.paytable tbody tr')].map(
+    (r) => [...r.children].map((c) => c.textContent)),
   stale: document.body.dataset.stale === 'true',
   staleWhy: document.getElementById('stale-why').textContent,
+  text: box.innerText,
 };
 """
 
 
-async def seen(driver: webdriver.Chrome, table: str) -> dict[str, Any] | None:
-    """What the page shows for one table (None until it shows it)."""
-    result: dict[str, Any] | None = await asyncio.to_thread(driver.execute_script, SOURCE_JS, table)
+async def stream_until(url: str, predicate: Callable[[str], bool], timeout: float = 15) -> str:
+    """Read a sign's ``/events`` until a ``data:`` line satisfies ``predicate``; return it."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, timeout=aiohttp.ClientTimeout(total=timeout)) as answer,
+    ):
+        async for raw in answer.content:
+            line = raw.decode()
+            if line.startswith("data: ") and predicate(line):
+                return line
+    raise AssertionError(f"{url} ended without the awaited message")
+
+
+def key(ident: str, kind: str = "table") -> str:
+    return f"{kind}/{ident}"
+
+
+async def seen(driver: webdriver.Chrome, source: str) -> dict[str, Any] | None:
+    """What the page shows for one source, ``table/<id>`` (a bare id is a table's)."""
+    which = source if "/" in source else key(source)
+    result: dict[str, Any] | None = await asyncio.to_thread(driver.execute_script, SOURCE_JS, which)
     return result
 
 
 async def until(
     driver: webdriver.Chrome,
-    table: str,
+    source: str,
     predicate: Callable[[dict[str, Any]], bool],
     what: str,
     timeout: float = 15.0,
 ) -> dict[str, Any]:
-    """Wait until the page's picture of ``table`` satisfies ``predicate``; fail saying what."""
+    """Wait until the page's picture of ``source`` satisfies ``predicate``; fail saying what."""
     deadline = time.monotonic() + timeout
     last: dict[str, Any] | None = None
     while time.monotonic() < deadline:
-        last = await seen(driver, table)
+        last = await seen(driver, source)
         if last is not None and predicate(last):
             return last
         await asyncio.sleep(0.1)

@@ -60,7 +60,16 @@ def register(sub: Any) -> None:
         help=f"HOST:PORT the page is served on (default 127.0.0.1:{DEFAULT_PORT}, loopback)",
     )
     web.add_argument(
-        "--banner-s", type=float, default=30.0, help="seconds a winner banner is held (30)"
+        "--config",
+        type=Path,
+        help="the sign's own file: title, colours, logo, tables and links shown, their names "
+        "and paytables (docs/sign.md)",
+    )
+    web.add_argument(
+        "--banner-s",
+        type=float,
+        default=None,
+        help="seconds a winner banner is held (30, or the --config file's banner_s)",
     )
     web.add_argument(
         "--keepalive-s",
@@ -120,18 +129,32 @@ def listen_address(text: str) -> tuple[str, int]:
 
 def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
     # Imported here: aiohttp is ~25 MB and 0.2 s that no other progressivectl command needs.
+    from progressived.signs.web.look import SignConfig  # noqa: PLC0415
     from progressived.signs.web.server import SignServer, serve  # noqa: PLC0415
 
     host, port = listen_address(args.listen)
-    if args.banner_s < 0 or args.keepalive_s < 1:
+    if (args.banner_s is not None and args.banner_s < 0) or args.keepalive_s < 1:
         raise LoginError("--banner-s must be >= 0 and --keepalive-s >= 1")
+    config = SignConfig()
+    if args.config is not None:
+        # pydantic (validation) only when there is a file to validate.
+        from progressived.signs.web.config import SignConfigError, load_sign_config  # noqa: PLC0415
+
+        try:
+            config = load_sign_config(args.config)
+        except SignConfigError as exc:
+            raise LoginError(str(exc)) from None
+    # The command line adds to the file's tables and links; its --banner-s wins.
+    tables = tuple(dict.fromkeys([*config.shown("table"), *(args.table or ())]))
+    links = tuple(dict.fromkeys([*config.shown("link"), *(args.link or ())]))
     server = SignServer(
         login,
         prefix=args.prefix,
-        tables=tuple(args.table or ()),
-        links=tuple(args.link or ()),
-        banner_s=args.banner_s,
+        tables=tables,
+        links=links,
+        banner_s=config.banner_s if args.banner_s is None else args.banner_s,
         keepalive_s=args.keepalive_s,
+        config=config,
     )
     ready = asyncio.Event()
 

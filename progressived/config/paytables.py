@@ -59,10 +59,30 @@ __all__ = [
 ]
 
 
+NAME_CHARS = 40  # a hand's name: one line of a paytable on a sign
+TITLE_CHARS = 60  # the game's title: the sign's heading
+
+
+def _shown_text(value: str | None, longest: int) -> str | None:
+    """A name a sign shows: trimmed, not empty, at most ``longest`` characters, printable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        raise ValueError("must not be empty (leave the key out for the built-in name)")
+    if len(text) > longest:
+        raise ValueError(f"{len(text)} characters; a sign shows at most {longest}")
+    if not text.isprintable():
+        raise ValueError("control characters cannot be shown")
+    return text
+
+
 class _HandModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     hand: Hand
+    # What players read on the sign, in the rule text's words ("AKQ Spades").
+    name: str | None = None
     pays: str | int | Decimal
     meter: str = "main"
     envy: Decimal | int | str | None = None
@@ -70,6 +90,11 @@ class _HandModel(BaseModel):
     #: (progressived.engine.deck); ignored.
     max_per_round: int | None = Field(default=None, ge=1)
     note: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _shown_name(cls, value: str | None) -> str | None:
+        return _shown_text(value, NAME_CHARS)
 
     @field_validator("hand", mode="before")
     @classmethod
@@ -95,6 +120,8 @@ class _PaytableModel(BaseModel):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     name: str
+    # The game's name as players read it ("Three Card Poker Progressive").
+    title: str | None = None
     game: Game
     cards: Cards | None = None
     rule: str
@@ -108,6 +135,11 @@ class _PaytableModel(BaseModel):
     hands_per_player_rule: str | None = None
     seed: Decimal | int | str | None = None
     seed_rule: str | None = None
+
+    @field_validator("title")
+    @classmethod
+    def _shown_title(cls, value: str | None) -> str | None:
+        return _shown_text(value, TITLE_CHARS)
 
     @field_validator("cards", mode="before")
     @classmethod
@@ -215,10 +247,11 @@ def paytable_from_mapping(data: Mapping[str, Any], source: str = "<memory>") -> 
                 raise PaytableError(f"{source}: {key}.envy: {exc}") from None
             if envy < 0:
                 raise PaytableError(f"{source}: {key}.envy: negative envy amount")
-        rules.append(HandRule(entry.hand, pay, envy))
+        rules.append(HandRule(entry.hand, pay, envy, entry.name or ""))
     return Paytable(
         id=model.id,
         name=model.name,
+        title=model.title or "",
         game=model.game,
         cards=model.reading,
         rule=model.rule,

@@ -100,6 +100,29 @@ CARDS_HANDS: dict[Cards, frozenset[Hand]] = {
 }
 
 
+#: What players read for each hand when its paytable names none (``name`` in a paytable
+#: file takes the rule text's own words): signs and rack cards never show the hand ids.
+HAND_NAMES: dict[Hand, str] = {
+    Hand.AKQ_SPADES: "AKQ Spades",
+    Hand.AKQ_SUITED: "AKQ Suited",
+    Hand.ROYAL_FLUSH: "Royal Flush",
+    Hand.ROYAL_FLUSH_FIRST_5: "Royal Flush - First 5 Cards",
+    Hand.COMMUNITY_ROYAL: "Community Royal",
+    Hand.STRAIGHT_FLUSH: "Straight Flush",
+    Hand.FOUR_OF_A_KIND: "Four of a Kind",
+    Hand.FULL_HOUSE: "Full House",
+    Hand.FLUSH: "Flush",
+    Hand.STRAIGHT: "Straight",
+    Hand.THREE_OF_A_KIND: "Three of a Kind",
+}
+
+#: The game's name on a sign when its paytable gives no ``title``.
+GAME_TITLES: dict[Game, str] = {
+    Game.THREE_CARD_POKER: "Three Card Poker",
+    Game.ULTIMATE_TEXAS_HOLDEM: "Ultimate Texas Hold'em",
+}
+
+
 class PayKind(enum.StrEnum):
     PERCENT_OF_METER = "percent"
     FOR_ONE = "for-1"
@@ -213,6 +236,11 @@ class HandRule:
     hand: Hand
     pay: Pay
     envy: int  # units, for the paytable's wager; 0 = no envy
+    name: str = ""  # what players read (the rule text's words); left out: the built-in name
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", HAND_NAMES[self.hand])
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +265,12 @@ class Paytable:
     # with the configured wager like envy amounts; ``seed_rule`` cites why.
     seed: int | None = None
     seed_rule: str = ""
+    # The game's name as players read it on a sign (left out: the game's built-in name).
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.title:
+            object.__setattr__(self, "title", GAME_TITLES[self.game])
 
     def rule_for(self, hand: Hand | str) -> HandRule | None:
         for rule in self.hands:

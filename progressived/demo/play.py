@@ -29,6 +29,22 @@ from progressived.signs.terminal import SignView
 from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
 
 TABLE = "demo-1"
+# The web sign's file (docs/sign.md): the names players read and the table's paytable.
+SIGN_FILE = f"""# written by progressived demo (docs/sign.md)
+[sign]
+banner_s = 30
+
+[[sign.tables]]
+id = "{TABLE}"
+name = "Demo Table"
+paytable = "tcp-sd-1"
+"""
+
+
+def _sign_file(work: Path) -> Path:
+    path = work / "sign.toml"
+    path.write_text(SIGN_FILE)
+    return path
 
 
 @contextlib.contextmanager
@@ -162,7 +178,7 @@ def play(
         # The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log.
         web_log = stack.enter_context((work / "websign.log").open("w"))
         web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
-        web_cmd += ["--listen", f"127.0.0.1:{web_port}"]
+        web_cmd += ["--listen", f"127.0.0.1:{web_port}", "--config", str(_sign_file(work))]
         stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
         with _process(
             [*PROGRESSIVED, "run", "--config", str(config)],

@@ -44,6 +44,8 @@ class Meter:
     # come from the meter, and an award_keyed no newer than it does not add one.
     lists_pending: bool = False
     order: tuple[int, int] = (-1, -1)  # a linked meter's (epoch, lseq)
+    link: str = ""  # a table's meter held by this link (its payload's ``link``), else ""
+    units: int | None = None  # a link's own meter: its exact units (docs/link.md)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,8 @@ class Meter:
             "state": self.state,
             "seq": self.seq,
             "boot": self.boot,
+            "link": self.link,
+            "units": self.units,
         }
 
 
@@ -118,6 +122,7 @@ class Source:
             "status": self.status,
             "boot": self.boot,
             "closed_reason": self.why_closed(),
+            "closed": sorted(self.closed_reasons),  # as the controller says them
             "meters": [self.meters[m].as_json() for m in sorted(self.meters)],
             "pending": [a.as_json(now) for a in self.pending],
             "banner": banner.as_json(now) if banner is not None else None,
@@ -224,6 +229,8 @@ class Floor:
         display = data.get("display")
         meter.display = display if isinstance(display, str) else dollars(cents)
         meter.state = str(state)
+        link = data.get("link")
+        meter.link = str(link.get("id", "")) if isinstance(link, dict) else ""
         pending = data.get("pending")
         meter.lists_pending = isinstance(pending, list)
         if isinstance(pending, list):
@@ -253,7 +260,7 @@ class Floor:
             return False  # older than (or the same as) the value already shown
         first = meter.order == (-1, -1)  # a sign just started: the retained value
         meter.order, meter.seq = (epoch, lseq), lseq
-        meter.cents = units // UNITS_PER_CENT
+        meter.cents, meter.units = units // UNITS_PER_CENT, units
         meter.display, meter.state = dollars(meter.cents), "open"
         src.status = "online"
         hit = data.get("hit")

@@ -31,7 +31,9 @@ from progressived.signs.broker import (
 )
 from progressived.signs.terminal import _refused
 from progressived.signs.web import DEFAULT_PORT
+from progressived.signs.web.look import SignConfig
 from progressived.signs.web.model import Floor
+from progressived.signs.web.render import page_html, placeholder, source_html
 
 __all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
 
@@ -66,6 +68,7 @@ class SignServer:
     err: TextIO = sys.stderr
     problems: int = 0  # malformed messages not yet reported
     problem_said: float = float("-inf")
+    config: SignConfig = field(default_factory=SignConfig)  # names, paytables, colours
 
     def __post_init__(self) -> None:
         self.floor = Floor(self.prefix, self.banner_s)
@@ -84,13 +87,29 @@ class SignServer:
     def broker_json(self) -> dict[str, Any]:
         return {"state": self.broker, "detail": self.broker_detail, "url": self.login.url}
 
-    def snapshot(self) -> dict[str, Any]:
+    def sources(self, now: float, waiting: bool = True) -> list[dict[str, Any]]:
+        """Every source heard of, and (``waiting``) those shown that are not heard yet."""
+        heard = self.floor.snapshot(now)
+        if not waiting:
+            return heard
+        keys = {s["key"] for s in heard}
+        shown = [("table", t) for t in self.tables] + [("link", k) for k in self.links]
+        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
+        return sorted(heard + unheard, key=lambda s: str(s["key"]))
+
+    def snapshot(self, html: bool = False) -> dict[str, Any]:
+        """The picture: with ``html`` (the stream's), also the sources shown but not heard
+        of yet, each drawn; without (``/state.json``), what the broker said."""
         now = time.monotonic()
+        sources = self.sources(now, waiting=html)
+        if html:
+            sources = [{**s, "html": source_html(s, self.config)} for s in sources]
         return {
             "broker": self.broker_json(),
-            "sources": self.floor.snapshot(now),
+            "sources": sources,
             "banner_s": self.banner_s,
             "tick_s": TICK_S,
+            "odometer_ms": self.config.odometer_ms,
         }
 
     def push(self, event: str, data: Any) -> None:
@@ -115,7 +134,8 @@ class SignServer:
         now = time.monotonic()
         key = self.floor.apply(topic, payload, now)
         if key is not None:
-            self.push("source", self.floor.sources[key].as_json(now))
+            shown = self.floor.sources[key].as_json(now)
+            self.push("source", {**shown, "html": source_html(shown, self.config)})
         elif self.floor.problem:
             self.refused(topic, self.floor.problem, now)
 
@@ -159,8 +179,19 @@ class SignServer:
 
     # HTTP ---------------------------------------------------------------------------
 
-    async def page(self, request: web.Request) -> web.FileResponse:
-        return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+    async def page(self, request: web.Request) -> web.Response:
+        """The page, drawn with what the server already holds (its first frame is right)."""
+        kind = request.match_info.get("kind", "")
+        only = f"{kind}/{request.match_info['id']}" if kind else ""
+        html = page_html(self.config, self.sources(time.monotonic()), self.broker_json(), only)
+        return web.Response(
+            text=html, content_type="text/html", headers={"Cache-Control": "no-cache"}
+        )
+
+    async def logo(self, request: web.Request) -> web.Response:
+        if not self.config.logo:
+            raise web.HTTPNotFound()
+        return web.Response(body=self.config.logo, content_type=self.config.logo_type)
 
     async def state(self, request: web.Request) -> web.Response:
         return web.json_response(self.snapshot())
@@ -177,7 +208,8 @@ class SignServer:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue(_CLIENT_BACKLOG)
         self.clients.add(queue)
         try:
-            await response.write(b"retry: 1000\n\n" + sse("snapshot", self.snapshot(), self.sent))
+            first = sse("snapshot", self.snapshot(html=True), self.sent)
+            await response.write(b"retry: 1000\n\n" + first)
             while True:
                 try:
                     frame = await asyncio.wait_for(queue.get(), TICK_S)
@@ -195,7 +227,8 @@ class SignServer:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/", self.page)
-        app.router.add_get("/table/{id}", self.page)
+        app.router.add_get("/{kind:table|link}/{id}", self.page)
+        app.router.add_get("/logo", self.logo)
         app.router.add_get("/events", self.events)
         app.router.add_get("/state.json", self.state)
         app.router.add_static("/static/", STATIC)
