@@ -48,14 +48,24 @@ class Peer:
         return found
 
 
-def socket_directory_problem(path: Path) -> str | None:
+MAX_SOCKET_PATH = 107  # bytes: sockaddr_un's sun_path holds 108, with the closing NUL
+
+
+def control_socket_problem(path: Path) -> str | None:
     """Why this user could not make the control socket at ``path``, or None if it could.
 
     Checked before a daemon starts anything: under systemd the unit's ``RuntimeDirectory=``
     makes the directory, but run by hand it is missing (``/run`` is emptied at boot and the
-    unit removes it when it stops), and finding that out once the ledger is open and the
-    loops run would end in a traceback instead of one line naming the directory.
+    unit removes it when it stops); and a path longer than a Unix socket's address holds
+    cannot be bound at all. Finding either out once the ledger is open and the loops run
+    would end in a traceback instead of one line naming the path.
     """
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        return (
+            f"cannot make the control socket {path}: the path is {size} bytes long, more "
+            f"than the {MAX_SOCKET_PATH} a Unix socket's address holds (choose a shorter one)"
+        )
     directory = path.parent
     if directory.is_dir():
         if os.access(directory, os.W_OK | os.X_OK):

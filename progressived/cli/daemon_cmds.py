@@ -19,7 +19,7 @@ from progressived import __version__, logs
 from progressived.cli import link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
-from progressived.control import socket_directory_problem
+from progressived.control import control_socket_problem
 from progressived.daemon_config import DaemonConfig, load_daemon_config
 from progressived.engine import accounts
 from progressived.ledger import (
@@ -62,7 +62,7 @@ def run(config: DaemonConfig) -> int:
         if finding.error:
             print(f"progressived: {finding.line(config.source)}", file=sys.stderr)
             return finding.status
-    if (why := socket_directory_problem(config.control.socket)) is not None:
+    if (why := control_socket_problem(config.control.socket)) is not None:
         print(f"progressived: {config.source}: control.socket: {why}", file=sys.stderr)
         return Exit.USAGE
     logs.configure(config.log.format, config.log.level)

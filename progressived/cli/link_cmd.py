@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from progressived import __version__, logs
 from progressived.cli.common import Exit, ledger_status
 from progressived.clock import utc_now
-from progressived.control import socket_directory_problem
+from progressived.control import control_socket_problem
 from progressived.ledger import LedgerError
 from progressived.link.config import LinkConfig, is_link_config, load_link_config
 from progressived.money import display
@@ -85,7 +85,7 @@ def run(path: Path, *, check: bool = False) -> int:
         ledger.close()
         print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
         return Exit.OK
-    if (why := socket_directory_problem(config.control.socket)) is not None:
+    if (why := control_socket_problem(config.control.socket)) is not None:
         print(f"progressived link: {config.source}: control.socket: {why}", file=sys.stderr)
         return Exit.USAGE
     from progressived.link.controller import LinkController  # noqa: PLC0415 - heavy
