@@ -32,6 +32,7 @@ from progressived.link.runtime.config import load_link_config
 from progressived.link.runtime.pairing import pair_problems
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.runtime.control import control_socket_problem
 
 
 def _load(path: Path) -> DaemonConfig | None:
@@ -82,6 +83,9 @@ def run(config: DaemonConfig) -> int:
         if finding.error:
             print(f"progressived: {finding.line(config.source)}", file=sys.stderr)
             return finding.status
+    if (why := control_socket_problem(config.control.socket)) is not None:
+        print(f"progressived: {config.source}: control.socket: {why}", file=sys.stderr)
+        return Exit.USAGE
     logs.configure(config.log.format, config.log.level)
     try:
         return asyncio.run(run_daemon(config))

@@ -22,6 +22,7 @@ from progressived.ledger import LedgerError
 from progressived.link.runtime.config import LinkConfig, is_link_config, load_link_config
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.runtime.control import control_socket_problem
 
 if TYPE_CHECKING:
     from progressived.link.store.ledger import LinkLedger
@@ -85,6 +86,9 @@ def run(path: Path, *, check: bool = False) -> int:
         ledger.close()
         print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
         return Exit.OK
+    if (why := control_socket_problem(config.control.socket)) is not None:
+        print(f"progressived link: {config.source}: control.socket: {why}", file=sys.stderr)
+        return Exit.USAGE
     from progressived.link.runtime.controller import LinkController  # noqa: PLC0415 - heavy
 
     logs.configure(config.log.format, config.log.level)

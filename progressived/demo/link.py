@@ -34,7 +34,7 @@ import aiomqtt
 from progressived.core.money import UNITS_PER_CENT
 from progressived.demo.broker import AmqttBroker, start_broker
 from progressived.testing.board import PtyBoard, simulator
-from progressived.testing.broker import Mosquitto
+from progressived.testing.broker import Mosquitto, free_port
 from progressived.testing.config import RigConfig, render_toml, write_config
 from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
 
@@ -47,7 +47,7 @@ def table_ids(count: int) -> list[str]:
     return [f"pmg-{index:02d}" for index in range(1, count + 1)]
 
 
-def link_config(work: Path, port: int, tables: list[str]) -> Path:
+def link_config(work: Path, port: int, tables: list[str], metrics_port: int = 0) -> Path:
     """The link controller's configuration (docs/configuration.md, "The link controller")."""
     path = work / "link.toml"
     sections: dict[str, Any] = {
@@ -62,7 +62,7 @@ def link_config(work: Path, port: int, tables: list[str]) -> Path:
         ],
         "mqtt": {"host": "127.0.0.1", "port": port},
         "ledger": {"path": work / "link.db"},
-        "metrics": {"port": 0},
+        "metrics": {"port": metrics_port},
         "control": {"socket": work / "link.sock"},
         "log": {"format": "json"},
     }
@@ -71,14 +71,14 @@ def link_config(work: Path, port: int, tables: list[str]) -> Path:
     return path
 
 
-def table_config(work: Path, table: str, port: int) -> Path:
+def table_config(work: Path, table: str, port: int, metrics_port: int = 0) -> Path:
     """A PMG table whose one meter is the link's (docs/link.md, "Joining a link")."""
     rig = RigConfig(
         table=table,
         paytable="pmg-01",
         meter={"id": METER, "link": LINK},
         board={"heartbeat_interval_s": 0.5, "missed_heartbeats": 4, "reconnect_initial_s": 0.2},
-        metrics_port=0,
+        metrics_port=metrics_port,
         link={"id": LINK, "heartbeat_s": 0.5, "missed_heartbeats": 4},
         header=f"# written by progressived demo --tables ({table})",
     )
@@ -122,6 +122,7 @@ class DemoTable:
     config: Path
     board: PtyBoard
     daemon: Process
+    metrics_port: int = 0  # 0: an ephemeral port (not shown)
 
     async def type(self, *lines: str, pause: float = 0.12) -> None:
         """Board lines as the demo's script spells them: ``bet N``, ``unbet N``, ``key K``,
@@ -240,6 +241,8 @@ class FloorRun:
     tables: list[DemoTable]
     broker: Mosquitto | AmqttBroker
     link_broker: Mosquitto | AmqttBroker
+    link_config: Path | None = None
+    link_metrics_port: int = 0  # 0: an ephemeral port (not shown)
 
     @property
     def port(self) -> int:
@@ -248,16 +251,21 @@ class FloorRun:
 
 @contextlib.asynccontextmanager
 async def floor_processes(
-    work: Path, count: int, out: TextIO, *, split_brokers: bool = False
+    work: Path, count: int, out: TextIO, *, split_brokers: bool = False, metrics: bool = False
 ) -> AsyncIterator[FloorRun]:
-    """Broker(s), link controller and ``count`` tables started; everything stopped at exit."""
+    """Broker(s), link controller and ``count`` tables started; everything stopped at exit.
+
+    ``metrics``: each process serves its metrics on a free port it is told (the interactive
+    demo prints them); otherwise on an ephemeral one.
+    """
     broker = start_broker(work)
     link_broker = Mosquitto().start() if split_brokers else broker
     tables: list[DemoTable] = []
     link: Process | None = None
     try:
         ids = table_ids(count)
-        config = link_config(work, link_broker.port, ids)
+        link_metrics = free_port() if metrics else 0
+        config = link_config(work, link_broker.port, ids, link_metrics)
         _init(config, out, "link")
         link = Process("link", [*PROGRESSIVED, "link", "--config", str(config)], work / "link.log")
         link.start()
@@ -266,14 +274,15 @@ async def floor_processes(
             home.mkdir(exist_ok=True)
             board = simulator(home / "board", seats=7, heartbeat_interval_s=0.5)
             await board.start()
-            cfg = table_config(home, table, broker.port)
+            metrics_port = free_port() if metrics else 0
+            cfg = table_config(home, table, broker.port, metrics_port)
             _init(cfg, out, table)
             run = [*PROGRESSIVED, "run", "--config", str(cfg)]
             daemon = Process(table, run, home / "daemon.log")
-            tables.append(DemoTable(table, home, cfg, board, daemon))
+            tables.append(DemoTable(table, home, cfg, board, daemon, metrics_port))
         for t in tables:
             t.daemon.start()
-        yield FloorRun(link, tables, broker, link_broker)
+        yield FloorRun(link, tables, broker, link_broker, config, link_metrics)
     finally:
         for t in tables:
             t.daemon.stop()

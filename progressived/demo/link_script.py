@@ -16,25 +16,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
 from progressived.demo.link import (
     DemoTable,
     Floor,
+    FloorRun,
     Process,
     dollars,
     floor_processes,
     reconcile,
     watch,
 )
+from progressived.demo.link_console import Console, interact, on_screen
+from progressived.signs.screen import Screen
 from progressived.testing.broker import BrokerUnavailable
 
 ROYAL, STRAIGHT_FLUSH, STRAIGHT = "H1", "H2", "H6"
+INTERRUPTED = 130  # Ctrl-C's exit status (docs/operations.md, "Exit codes")
 
 
 async def _online(floor: Floor, tables: list[DemoTable]) -> None:
@@ -131,25 +137,83 @@ async def act_outage(floor: Floor, link: Process, tables: list[DemoTable]) -> No
 
 
 async def play_floor(work: Path, count: int, headless: bool, out: TextIO) -> int:
-    floor = Floor(say=lambda line: print(line, file=out, flush=True))
-    async with floor_processes(work, count, out) as run:
-        link, tables = run.link, run.tables
+    """Play the floor. Headless: the reconciliation's status. Otherwise the person at the
+    terminal also gets where everything is, the web sign and the linked meter on screen,
+    then the boards (:mod:`progressived.demo.link_console`) until the end of input."""
+    screen = None if headless else Screen(out)
+    floor = Floor(say=screen.say if screen is not None else _printer(out))
+    async with floor_processes(work, count, out, metrics=not headless) as run:
         watcher = asyncio.create_task(watch(run.port, floor))
         try:
-            await _online(floor, tables)
-            floor.say(f"linked meter {dollars(floor.meter.get('units'))} on {len(tables)} tables")
-            await act_contributions(floor, tables)
-            await act_two_royals(floor, tables)
-            await act_outage(floor, link, tables)
-            status, report = await _settled(work, tables)
+            if screen is None:
+                status, report = await _script(work, floor, run)
+            else:
+                async with on_screen(run, work, floor, screen, out) as web:
+                    status, report = await _script(work, floor, run)
+                    _say_reconciliation(floor, status, report, headless=False)
+                    await interact(Console(run.tables, screen.say, web), screen)
+                    return status
         finally:
             watcher.cancel()
             with contextlib.suppress(BaseException):
                 await watcher
+    _say_reconciliation(floor, status, report, headless=True)
+    return status
+
+
+def _printer(out: TextIO) -> Callable[[str], None]:
+    return lambda line: print(line, file=out, flush=True)
+
+
+async def _script(work: Path, floor: Floor, run: FloorRun) -> tuple[int, dict[str, Any]]:
+    """The four acts; the reconciliation's status and report."""
+    await _online(floor, run.tables)
+    floor.say(f"linked meter {dollars(floor.meter.get('units'))} on {len(run.tables)} tables")
+    await act_contributions(floor, run.tables)
+    await act_two_royals(floor, run.tables)
+    await act_outage(floor, run.link, run.tables)
+    return await _settled(work, run.tables)
+
+
+def _say_reconciliation(floor: Floor, status: int, report: dict[str, Any], headless: bool) -> None:
     floor.say("-- reconciliation (progressivectl link reconcile)")
     floor.say(json.dumps(report, indent=2, sort_keys=True) if headless else _summary(report))
     floor.say("no differences" if status == 0 else f"reconcile exit status {status}")
-    return status
+
+
+async def stoppable(body: Coroutine[Any, Any, int]) -> int:
+    """``body``'s status, unless Ctrl-C (130, docs/operations.md) or SIGTERM (0, a requested
+    stop) comes first: the first such signal cancels it, so its cleanup stops every process,
+    and later ones are ignored, so a second Ctrl-C cannot cut that cleanup short."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(body)
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if received:
+            return
+        received.append(signum)
+        if signum == signal.SIGINT:
+            print("\nprogressived demo: interrupted: stopping", file=sys.stderr, flush=True)
+        # A Ctrl-C reaches the broker too: the watcher's MQTT client then fails on a closed
+        # socket while it is cancelled, which says nothing new.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        task.cancel()
+
+    installed = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(RuntimeError, ValueError):  # not on the main thread
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+    try:
+        return await task
+    except BaseException:
+        if not received:
+            raise
+        return INTERRUPTED if received[0] == signal.SIGINT else 0
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 async def _settled(work: Path, tables: list[DemoTable]) -> tuple[int, dict[str, Any]]:
@@ -178,19 +242,33 @@ def run_link_demo(
     keep: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
-    """Start the floor, play the script, reconcile; 0 only when the ledgers agree."""
+    """Start the floor, play the script, reconcile; headless: 0 only when the ledgers agree.
+    Otherwise typing follows until the end of input or ``quit`` (the reconciliation's status)
+    or Ctrl-C (130); the temporary directory is removed either way unless ``keep``."""
     keep = keep or workdir is not None
+    # The watcher's MQTT client logs through "mqtt"; without a handler Python would print its
+    # warnings raw (e.g. when a Ctrl-C stops the broker first).
+    logging.getLogger("mqtt").addHandler(logging.NullHandler())
     work = workdir or Path(tempfile.mkdtemp(prefix="progressived-link-demo-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"files       {work} ({'kept' if keep else 'removed at exit'})", file=out, flush=True)
     try:
-        return asyncio.run(play_floor(work, tables, headless, out))
+        return asyncio.run(stoppable(play_floor(work, tables, headless, out)))
     except BrokerUnavailable as exc:
         print(f"progressived demo: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the signal handlers were in place
         print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
-        return 130
+        return INTERRUPTED
+    except (RuntimeError, TimeoutError) as exc:  # a process that exited, a wait that timed out
+        print(f"progressived demo: {exc}", file=sys.stderr)
+        if not keep:
+            keep = True  # its logs say why
+            print(f"progressived demo: kept its files in {work}", file=sys.stderr)
+        return 1
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+        if not headless:
+            done = "kept" if keep else "removed" if not work.exists() else "could not remove"
+            print(f"{done} the demo's files in {work}", file=out, flush=True)

@@ -17,6 +17,7 @@ import contextlib
 import grp
 import json
 import os
+import pwd
 import socket
 import struct
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,6 +46,43 @@ class Peer:
                 if line.startswith("Groups:"):
                     found.update(int(g) for g in line.split()[1:])
         return found
+
+
+MAX_SOCKET_PATH = 107  # bytes: sockaddr_un's sun_path holds 108, with the closing NUL
+
+
+def control_socket_problem(path: Path) -> str | None:
+    """Why this user could not make the control socket at ``path``, or None if it could.
+
+    Checked before a daemon starts anything: under systemd the unit's ``RuntimeDirectory=``
+    makes the directory, but run by hand it is missing (``/run`` is emptied at boot and the
+    unit removes it when it stops); and a path longer than a Unix socket's address holds
+    cannot be bound at all. Finding either out once the ledger is open and the loops run
+    would end in a traceback instead of one line naming the path.
+    """
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        return (
+            f"cannot make the control socket {path}: the path is {size} bytes long, more "
+            f"than the {MAX_SOCKET_PATH} a Unix socket's address holds (choose a shorter one)"
+        )
+    directory = path.parent
+    if directory.is_dir():
+        if os.access(directory, os.W_OK | os.X_OK):
+            return None
+        why = f"the directory {directory} is not writable by this user"
+    else:
+        existing = directory
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+            return None  # start() makes it
+        why = f"the directory {directory} does not exist and this user cannot create it"
+    user = pwd.getpwuid(os.getuid()).pw_name
+    return (
+        f"cannot make the control socket {path}: {why} (the unit's RuntimeDirectory= makes "
+        f"it under systemd; by hand: install -d -m 0755 -o {user} -g {user} {directory})"
+    )
 
 
 def peer_of(sock: socket.socket) -> Peer:
