@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from progressived.engine import accounts
 from progressived.link import params as lp
 from progressived.link.state import BookState
+from progressived.listen import serve_metrics
 from progressived.metrics import LATENCY_BUCKETS
 from progressived.money import cents
 
@@ -121,11 +122,7 @@ class LinkMetrics:
                 self.messages.labels(self.link, outcome).inc(n)
 
     def serve(self, address: str, port: int) -> int:
-        server, _thread = prometheus_client.start_http_server(
-            port, addr=address, registry=self.registry
-        )
-        bound: int = server.server_port
-        return bound
+        return serve_metrics(self.registry, address, port, "[metrics]")
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
