@@ -46,6 +46,14 @@ def _process(cmd: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[str]]:
                 proc.wait()
 
 
+class DaemonStopped(RuntimeError):
+    """The daemon exited while the demo needed it (its own line says why)."""
+
+    def __init__(self, status: int, line: str) -> None:
+        super().__init__(f"the daemon stopped (status {status}): {line}")
+        self.status = status
+
+
 def _wait_for(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -85,6 +93,12 @@ async def _watch(
             said = narrate(event) if event is not None else None
             if said:
                 screen.say(said)
+
+
+def _last_line(log: Path) -> str:
+    """The daemon's last line: an expected fault's one line (``progressived: ...``)."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].removeprefix("progressived: ") if lines else "no output"
 
 
 def _join(threads: list[threading.Thread]) -> None:
@@ -171,9 +185,10 @@ def play(
             bufsize=1,
         ) as daemon:
             assert daemon.stdout is not None
-            threads.append(
-                tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            daemon_tee = tee_lines(
+                daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock()
             )
+            threads.append(daemon_tee)
             view = SignView("progressive", "main", TABLE)
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
@@ -198,6 +213,9 @@ def play(
 
             def online() -> bool:
                 pump(0.1)
+                if (status := daemon.poll()) is not None:
+                    daemon_tee.join(timeout=5)  # its last lines reach daemon.log
+                    raise DaemonStopped(status, _last_line(work / "daemon.log"))
                 return any(e.get("kind") == "board_online" for e in events)
 
             try:
