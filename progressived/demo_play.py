@@ -95,10 +95,10 @@ async def _watch(
                 screen.say(said)
 
 
-def _last_line(log: Path) -> str:
-    """The daemon's last line: an expected fault's one line (``progressived: ...``)."""
+def _last_line(log: Path, prog: str = "progressived: ") -> str:
+    """A child's last line: an expected fault's one line (``progressived: ...``)."""
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1].removeprefix("progressived: ") if lines else "no output"
+    return lines[-1].removeprefix(prog) if lines else "no output"
 
 
 def _join(threads: list[threading.Thread]) -> None:
@@ -177,7 +177,8 @@ def play(
         web_log = stack.enter_context((work / "websign.log").open("w"))
         web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
         web_cmd += ["--listen", f"127.0.0.1:{web_port}"]
-        stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+        web = stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+        web_told = threading.Event()
         with _process(
             [*PROGRESSIVED, "run", "--config", str(config)],
             stdout=subprocess.PIPE,
@@ -199,9 +200,21 @@ def play(
                 loop.run_until_complete(asyncio.sleep(seconds))
                 if watcher.done() and watcher.exception():
                     raise RuntimeError(f"sign subscriber failed: {watcher.exception()}")
+                children()
                 while not said.empty():
                     screen.say(said.get_nowait())
                 screen.draw()
+
+            def children() -> None:
+                """A stopped web sign is told once (the demo plays on without its page); a
+                stopped daemon ends the demo with its own line and status."""
+                if (gone := web.poll()) is not None and not web_told.is_set():
+                    web_told.set()
+                    line = _last_line(work / "websign.log", "progressivectl ")
+                    said.put(f"web sign stopped (status {gone}): {line}")
+                if (status := daemon.poll()) is not None:
+                    daemon_tee.join(timeout=5)  # its last lines reach daemon.log
+                    raise DaemonStopped(status, _last_line(work / "daemon.log"))
 
             def type_line(line: str) -> None:
                 assert sim.stdin is not None
@@ -213,9 +226,6 @@ def play(
 
             def online() -> bool:
                 pump(0.1)
-                if (status := daemon.poll()) is not None:
-                    daemon_tee.join(timeout=5)  # its last lines reach daemon.log
-                    raise DaemonStopped(status, _last_line(work / "daemon.log"))
                 return any(e.get("kind") == "board_online" for e in events)
 
             try:
@@ -226,7 +236,7 @@ def play(
                 screen.say(f"rounds reconciled: {reconciled} of {played}; meter {view.display}")
                 pump(0)
                 if headless:
-                    return 0 if reconciled >= played and daemon.poll() is None else 1
+                    return 0 if reconciled >= played else 1
                 interactive.set()
                 forward_typing(type_line, pump, screen)
                 return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import signal
 import socket
@@ -259,3 +260,17 @@ def test_the_demo_ends_with_the_daemons_line_when_it_cannot_listen(
         "address and port, or enabled = false)"
     )
     assert took < 25, took
+
+
+def test_the_demo_says_when_its_web_sign_cannot_listen_and_plays_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    screen = io.StringIO()
+    with taken_port() as port:
+        ports = iter([free_port(), port])  # metrics, then the web sign's
+        monkeypatch.setattr(demo, "free_port", lambda: next(ports))
+        status = demo.run_demo(headless=True, rounds=1, workdir=tmp_path / "demo", out=screen)
+    out = screen.getvalue()
+    assert status == 0, out
+    assert f"web sign stopped (status 2): sign: cannot listen on 127.0.0.1:{port}: " in out
+    assert "rounds reconciled: 1 of 1" in out
