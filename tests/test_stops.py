@@ -22,6 +22,7 @@ import pytest
 
 from tests.daemon_harness import table
 from tests.test_cli_faults import DAEMON, config, one_line
+from tests.test_docs_faults import documented_health_line
 from tests.test_start_checks import init, link_config
 
 
@@ -140,6 +141,7 @@ async def test_the_board_offline_health_line(tmp_path: Path) -> None:
         assert unhealthy["level"] == "error" and unhealthy["healthy"] is False
         assert unhealthy["reason"].startswith("board offline for ")
         assert unhealthy["reason"].endswith("s") and unhealthy["table"] == "it-1"
+        assert set(unhealthy) == set(documented_health_line())  # the keys the doc shows
         await t.sim.start()
         healthy = await logged(t, lambda r: r.get("event") == "health" and r["healthy"])
         assert (healthy["level"], healthy["reason"]) == ("info", "ok")
