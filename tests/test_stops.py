@@ -184,7 +184,7 @@ def test_link_stops_with_the_documented_status(tmp_path: Path, sig: int, status:
     assert any(r.get("event") == "stopped" for r in records(log)), log
     if sig == signal.SIGINT:
         assert one_line(subprocess.CompletedProcess([], code, out, err)) == (
-            "progressived link: interrupted"
+            "progressived: interrupted"
         )
     else:
         assert err == ""

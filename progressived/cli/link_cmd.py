@@ -117,7 +117,7 @@ def run(path: Path, *, check: bool = False) -> int:
         print(f"progressived link: {exc}", file=sys.stderr)
         return Exit.CANNOT_LISTEN
     if status == Exit.INTERRUPTED:
-        print("progressived link: interrupted", file=sys.stderr)
+        print("progressived: interrupted", file=sys.stderr)  # as the Ctrl-C guard says it
     return status
 
 
