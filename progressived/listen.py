@@ -13,7 +13,6 @@ the same path since.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import socket
@@ -72,7 +71,13 @@ def claim_unix_socket(path: Path, key: str) -> tuple[socket.socket, Identity]:
     a refusal means its process died (the file is removed). A path that is not a socket is
     never removed.
     """
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ListenError(
+            f"cannot listen on the control socket {path}: its directory: "
+            f"{exc.strerror or exc} ({key})"
+        ) from None
     try:
         fcntl.flock(directory, fcntl.LOCK_EX)
         _clear_stale(path, key)
@@ -106,8 +111,15 @@ def _clear_stale(path: Path, key: str) -> None:
     try:
         probe.connect(str(path))
     except ConnectionRefusedError:  # nobody listens: its process died without removing it
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ListenError(
+                f"cannot listen on the control socket {path}: a stale socket is there and "
+                f"cannot be removed ({exc.strerror}); remove it by hand ({key})"
+            ) from None
         log.info("stale control socket removed", path=str(path))
         return
     except FileNotFoundError:
@@ -134,5 +146,9 @@ def release_unix_socket(path: Path, identity: Identity) -> None:
     if (found.st_dev, found.st_ino) != identity:
         log.info("control socket replaced by another process: left in place", path=str(path))
         return
-    with contextlib.suppress(FileNotFoundError):
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # the directory's mode changed meanwhile: say so, stop anyway
+        log.warning("control socket not removed", path=str(path), error=exc.strerror)
