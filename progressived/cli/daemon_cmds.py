@@ -81,36 +81,18 @@ def check_config(path: Path, *, file_only: bool, user_name: str | None = None) -
         print_config_error("progressived", exc)
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config, user)
-    return report(
+    return preflight.report(
         findings,
         config.source,
         f"ok ({config.params.table_id}, paytable {config.params.paytable.id})",
     )
 
 
-def report(findings: list[preflight.Finding], source: Path, ok: str) -> int:
-    """``check-config``'s answer: every finding on stderr; the first error's status."""
-    for finding in findings:
-        print(finding.line(source), file=sys.stderr)
-    errors = [f for f in findings if f.error]
-    if errors:
-        return errors[0].status
-    print(f"{source}: {ok}")
-    return Exit.OK
-
-
-def refuse(prog: str, source: Path, findings: list[preflight.Finding]) -> int | None:
-    """What ``run`` refuses on: every error as one line; the first error's status."""
-    errors = [f for f in findings if f.error]
-    for finding in errors:
-        print(f"{prog}: {finding.line(source)}", file=sys.stderr)
-    return errors[0].status if errors else None
-
-
 def run(config: DaemonConfig) -> int:
     """Refuse what would stop the daemon half-started (the ledger, the control group) with
     check-config's statuses, then run."""
-    if (status := refuse("progressived", config.source, preflight.check(config))) is not None:
+    found = preflight.check(config)
+    if (status := preflight.refuse("progressived", config.source, found)) is not None:
         return status
     logs.configure(config.log.format, config.log.level)
     try:
@@ -156,9 +138,8 @@ def init(config: DaemonConfig, operator: str | None) -> int:
 
 
 def self_check(config: DaemonConfig) -> int:
-    if (
-        status := refuse("progressived self-check", config.source, preflight.table_ledger(config))
-    ) is not None:
+    found = preflight.table_ledger(config)
+    if (status := preflight.refuse("progressived self-check", config.source, found)) is not None:
         return status
     paytable = Path(config.params.paytable.source)
     result = run_selfcheck(

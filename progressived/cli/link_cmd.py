@@ -67,14 +67,6 @@ def _status(exc: LedgerError) -> int:
     return int(ledger_status(exc))
 
 
-def _refuse(prog: str, config: LinkConfig, findings: list[preflight.Finding]) -> int | None:
-    """Every error as ``PROG: FILE: key: reason``; the first one's status (None: none)."""
-    errors = [f for f in findings if f.error]
-    for finding in errors:
-        print(f"{prog}: {finding.line(config.source)}", file=sys.stderr)
-    return errors[0].status if errors else None
-
-
 def run(path: Path, *, check: bool = False) -> int:
     """Run the link controller (or, with ``check``, replay its ledger read-only, and exit).
 
@@ -91,7 +83,8 @@ def run(path: Path, *, check: bool = False) -> int:
         return Exit.USAGE
     if (config := load(path)) is None:
         return Exit.USAGE
-    if (status := _refuse("progressived link", config, preflight.check_link(config))) is not None:
+    found = preflight.check_link(config)
+    if (status := preflight.refuse("progressived link", config.source, found)) is not None:
         return status
     ledger_cls = link_ledger_class()
     if check:
@@ -128,14 +121,9 @@ def check_config(path: Path, *, file_only: bool, user: pwd.struct_passwd | None 
         print_config_error("progressived", exc)
         return Exit.USAGE
     findings = [] if file_only else preflight.check_link(config, user)
-    for finding in findings:
-        print(finding.line(config.source), file=sys.stderr)
-    errors = [f for f in findings if f.error]
-    if errors:
-        return errors[0].status
     meters = ", ".join(m.id for m in config.params.meters)
-    print(f"{config.source}: ok (link {config.params.link_id}, meters {meters})")
-    return Exit.OK
+    ok = f"ok (link {config.params.link_id}, meters {meters})"
+    return preflight.report(findings, config.source, ok)
 
 
 def init(config: LinkConfig) -> int:
@@ -159,7 +147,7 @@ def init(config: LinkConfig) -> int:
 
 def self_check(config: LinkConfig) -> int:
     findings = preflight.link_ledger(config)
-    if (status := _refuse("progressived self-check", config, findings)) is not None:
+    if (status := preflight.refuse("progressived self-check", config.source, findings)) is not None:
         return status
     result = run_selfcheck(
         ledger_path=config.ledger.path,

@@ -18,6 +18,7 @@ import json
 import os
 import pwd
 import sqlite3
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,3 +197,22 @@ def check(config: DaemonConfig, user: pwd.struct_passwd | None = None) -> list[F
 def check_link(config: LinkConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
     """Every finding for a link controller's configuration, errors first."""
     return errors_first(link_ledger(config, user) + control_group(config.control.group))
+
+
+def report(findings: list[Finding], source: Path, ok: str) -> int:
+    """``check-config``'s answer: every finding on stderr; the first error's status."""
+    for finding in findings:
+        print(finding.line(source), file=sys.stderr)
+    errors = [f for f in findings if f.error]
+    if errors:
+        return errors[0].status
+    print(f"{source}: {ok}")
+    return Exit.OK
+
+
+def refuse(prog: str, source: Path, findings: list[Finding]) -> int | None:
+    """What ``run`` refuses on: every error as one line; the first error's status."""
+    errors = [f for f in findings if f.error]
+    for finding in errors:
+        print(f"{prog}: {finding.line(source)}", file=sys.stderr)
+    return errors[0].status if errors else None
