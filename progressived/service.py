@@ -206,7 +206,7 @@ class Controller:
 
         The control socket is claimed before the ledger is opened and the metrics port
         right after, so a second daemon given the same socket or port refuses
-        (:class:`~progressived.listen.ListenError`) before it journals anything. SIGTERM
+        (:class:`~progressived.listen.ListenError`) before it journals its start. SIGTERM
         is a requested stop (status 0), SIGINT an interruption (status 130).
         """
         loop = asyncio.get_running_loop()
