@@ -84,7 +84,7 @@ def test_a_bad_file_is_one_line_and_exit_2(
     path = write(tmp_path, data)
     assert daemon.main(["link", "--config", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"progressived: {path}: link.heartbeat: unknown key"]
+    assert err == [f"progressived: {path}: link.heartbeat: unknown key (did you mean 'heartbeat_s'?)"]
 
 
 def test_a_missing_ledger_is_exit_3_for_every_verb(

@@ -43,9 +43,11 @@ from tests.doc_broker import doc_block
 from tests.install_root import InstallRoot, Ran, install_root
 
 OPERATIONS = ROOT / "docs" / "operations.md"
+SIGN = ROOT / "docs" / "sign.md"  # the sign server's and the kiosk's blocks
 BLOCK = re.compile(r"<!-- install: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 BLOCK_ORDER = ["table", "broker", "link", "by-hand-table", "by-hand-link"]
-NOT_RUN = ("apt-get ", "udevadm ", "ls -l /dev/progressive-board", "systemctl ")
+SIGN_BLOCKS = ["sign", "kiosk"]
+NOT_RUN = ("apt-get ", "udevadm ", "ls -l /dev/progressive-board", "systemctl ", "journalctl ")
 VERSION = "0.1.0"
 
 # The operator's edits: what the comment of each `editor` line in the blocks asks for.
@@ -59,6 +61,7 @@ case "$1" in
   sed -i -e 's|^# password_file = .*|password_file = "/etc/progressived/link-mqtt-password"|' "$1" ;;
 /etc/mosquitto/conf.d/progressive.conf) cat /root/operator-bin/progressive.conf > "$1" ;;
 /etc/mosquitto/progressive.acl) cat /root/operator-bin/progressive.acl > "$1" ;;
+/etc/progressived/sign-mqtt-password) head -c 24 /dev/urandom | base64 > "$1" ;;
 *) echo "editor: no edit scripted for $1" >&2; exit 1 ;;
 esac
 """
@@ -85,6 +88,8 @@ def runnable(block: str) -> str:
 def test_the_install_blocks_are_marked_and_only_the_named_lines_are_skipped() -> None:
     blocks = install_blocks(OPERATIONS.read_text())
     assert sorted(blocks) == sorted(BLOCK_ORDER), "one block of each, no other"
+    assert sorted(install_blocks(SIGN.read_text())) == sorted(SIGN_BLOCKS)
+    blocks.update(install_blocks(SIGN.read_text()))
     skipped = [
         line
         for block in blocks.values()
@@ -96,11 +101,13 @@ def test_the_install_blocks_are_marked_and_only_the_named_lines_are_skipped() ->
         "udevadm",
         "ls",
         "systemctl",
+        "journalctl",
     }
     # The doc names them, as the test skips them.
     text = OPERATIONS.read_text()
     for words in ("`udevadm`", "`ls -l /dev/progressive-board`", "`systemctl`", "`apt-get`"):
         assert words in text
+    assert "`journalctl`" in text
     assert f"V={VERSION}" in blocks["table"], "the table block installs this version's wheel"
     with pytest.raises(AssertionError, match="continues"):
         runnable("systemctl restart \\\n  mosquitto\n")
@@ -137,7 +144,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     blocks = install_blocks(OPERATIONS.read_text())
     with install_root(release, wheels, operator) as root:
         done = Installed(root)
-        for name in ("table", "broker", "link"):
+        blocks.update(install_blocks(SIGN.read_text()))
+        for name in ("table", "broker", "link", *SIGN_BLOCKS):
             done.ran[name] = root.bash("umask 077\n" + runnable(blocks[name]))
         done.mosquitto_log = start_mosquitto_as_debian_does(root, work / "mosquitto.out")
         yield done
@@ -256,6 +264,26 @@ def test_every_unit_in_systemd_is_installed_by_a_block_and_verifies(installed: I
         assert said == [], verify  # "prints nothing", as the blocks say
     rules = "/etc/udev/rules.d/99-progressive-board.rules"
     assert mode_owner(root, rules) == ("0o644", "root", "root")
+
+
+@pytest.mark.timeout(600)
+def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Installed) -> None:
+    root = installed.root
+    for name in SIGN_BLOCKS:
+        assert installed.ran[name].returncode == 0, installed.ran[name]
+    passwd = root.host("/etc/passwd").read_text()
+    assert re.search(r"^progressived-sign:x:", passwd, re.M)
+    assert re.search(r"^progressived-kiosk:x:", passwd, re.M)
+    # The table's configuration directory keeps its mode; the password is root's alone.
+    assert mode_owner(root, "/etc/progressived") == ("0o750", "root", "progressived")
+    password = "/etc/progressived/sign-mqtt-password"
+    assert mode_owner(root, password) == ("0o600", "root", "root")
+    assert len(root.host(password).read_text().strip()) >= 24
+    # /opt/progressived is a symlink (absolute, inside the root) to this version's folder
+    page = root.host(f"/opt/progressived-{VERSION}/share/progressived/kiosk.html")
+    assert page.read_bytes() == (
+        ROOT / "progressived" / "signs" / "web" / "static" / "kiosk.html"
+    ).read_bytes()
 
 
 @pytest.mark.timeout(600)

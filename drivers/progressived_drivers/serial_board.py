@@ -308,7 +308,9 @@ class SerialBoardDriver(BoardReceiver):
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        self._log.warning("board.offline", board_id=self._board_id, reason=reason)
+        # A stop asked for (SIGTERM, the daemon shutting down) is not a fault to warn about.
+        level = self._log.info if self._stop.is_set() else self._log.warning
+        level("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
     def key_handled(self, event: KeyPressed) -> None:

@@ -36,6 +36,7 @@ class Exit(IntEnum):
     LEDGER_MISMATCH = 4  # another table's ledger, a newer schema, or not a ledger
     LEDGER_UNAVAILABLE = 5  # the ledger cannot be written (permissions, another writer)
     LEDGER_EXISTS = 6  # `progressived init` refused: there is a file at the ledger path
+    CANNOT_LISTEN = 7  # a port or control socket it must listen on is taken or not bindable
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
     BROKEN_PIPE = 141  # the reader of the output went away, e.g. `| head` (128 + SIGPIPE)
 
@@ -140,8 +141,15 @@ def add_completion(sub: Any, parser_of: Callable[[], argparse.ArgumentParser]) -
     p.set_defaults(handler=run)
 
 
+def print_config_error(prog: str, exc: Exception) -> None:
+    """A configuration's problems, one line each (``PROG: FILE: key: reason``)."""
+    for line in str(exc).splitlines():
+        print(f"{prog}: {line}", file=sys.stderr)
+
+
 def guarded(prog: str, body: Callable[[], int]) -> int:
-    """Run a command; Ctrl-C and a closed output pipe end it with one line, no traceback."""
+    """Run a command; Ctrl-C ends it with one line and a closed output pipe (``| head``)
+    silently, as the shell's own tools do; never a traceback."""
     try:
         return body()
     except KeyboardInterrupt:
@@ -158,7 +166,6 @@ def guarded(prog: str, body: Callable[[], int]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        print(f"{prog}: output closed early (broken pipe)", file=sys.stderr)
         return Exit.BROKEN_PIPE
 
 

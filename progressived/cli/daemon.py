@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("config", type=Path, metavar="FILE")
     check.add_argument(
+        "--user",
+        metavar="NAME",
+        help="check that this user (the daemon's: progressived) may open the ledger for "
+        "writing; root only (default: the user running the check)",
+    )
+    check.add_argument(
         "--file-only",
         action="store_true",
         help="check the file alone, not this machine's ledger and group (a file meant for "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from progressived import __version__
 from progressived.cli import link_cmd, preflight
-from progressived.cli.common import Exit, ledger_status
+from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.daemon import DaemonConfig, load_daemon_config
 from progressived.config.table import ConfigError
 from progressived.core.money import display
@@ -33,36 +33,71 @@ from progressived.link.runtime.pairing import pair_problems
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import control_socket_problem
+from progressived.runtime.listen import ListenError
 
 
-def _load(path: Path) -> DaemonConfig | None:
+def _load(path: Path, prog: str = "progressived") -> DaemonConfig | None:
     """The validated configuration, or ``None`` after printing why it is not valid."""
+    if link_cmd.is_link_file(path):
+        path = Path(os.path.abspath(path))
+        print(
+            f"{prog}: {path}: this is a link controller's configuration ([link] and no "
+            f"[table]): run `progressived link --config {path}`",
+            file=sys.stderr,
+        )
+        return None
     try:
         return load_daemon_config(path)
     except ConfigError as exc:
-        print(f"progressived: {exc}", file=sys.stderr)
+        print_config_error(prog, exc)
         return None
 
 
-def check_config(path: Path, *, file_only: bool, link: Path | None = None) -> int:
+def service_user(name: str | None) -> pwd.struct_passwd | None:
+    """``--user NAME``: the user whose access ``check-config`` checks (None: this process's).
+
+    Raises ValueError for an unknown user, or a user other than this one when not root.
+    """
+    if name is None:
+        return None
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise ValueError(f"--user: no user {name!r} on this machine") from None
+    if user.pw_uid != os.geteuid() and os.geteuid() != 0:
+        raise ValueError(
+            f"--user {name}: only root can check as another user (or run it as {name})"
+        )
+    return user
+
+
+def check_config(
+    path: Path, *, file_only: bool, user_name: str | None = None, link: Path | None = None
+) -> int:
+    try:
+        user = service_user(user_name)
+    except ValueError as exc:
+        print(f"progressived check-config: {exc}", file=sys.stderr)
+        return Exit.USAGE
     if link_cmd.is_link_file(path):
         if link is not None:
             why = "--link checks a table's file, not a link's"
             print(f"progressived: {path}: {why}", file=sys.stderr)
             return Exit.USAGE
-        return link_cmd.check_config(path, file_only=file_only)
-    if (config := _load(path)) is None:
+        return link_cmd.check_config(path, file_only=file_only, user=user)
+    try:
+        config = load_daemon_config(path)
+    except ConfigError as exc:
+        print_config_error("progressived", exc)
         return Exit.USAGE
     if link is not None and not _pairs_with(config, link):
         return Exit.USAGE
-    findings = [] if file_only else preflight.check(config)
-    for finding in findings:
-        print(finding.line(config.source), file=sys.stderr)
-    errors = [f for f in findings if f.error]
-    if errors:
-        return errors[0].status
-    print(f"{path}: ok ({config.params.table_id}, paytable {config.params.paytable.id})")
-    return Exit.OK
+    findings = [] if file_only else preflight.check(config, user)
+    return preflight.report(
+        findings,
+        config.source,
+        f"ok ({config.params.table_id}, paytable {config.params.paytable.id})",
+    )
 
 
 def _pairs_with(config: DaemonConfig, link: Path) -> bool:
@@ -78,20 +113,26 @@ def _pairs_with(config: DaemonConfig, link: Path) -> bool:
 
 
 def run(config: DaemonConfig) -> int:
-    """Refuse what would stop the daemon half-started (the control group), then run."""
-    for finding in preflight.control_group(config):
-        if finding.error:
-            print(f"progressived: {finding.line(config.source)}", file=sys.stderr)
-            return finding.status
+    """Refuse what would stop the daemon half-started (the ledger, the control group) with
+    check-config's statuses, then run."""
+    found = preflight.check(config)
+    if (status := preflight.refuse("progressived", config.source, found)) is not None:
+        return status
     if (why := control_socket_problem(config.control.socket)) is not None:
         print(f"progressived: {config.source}: control.socket: {why}", file=sys.stderr)
         return Exit.USAGE
     logs.configure(config.log.format, config.log.level)
     try:
-        return asyncio.run(run_daemon(config))
+        status = asyncio.run(run_daemon(config))
     except LedgerError as exc:  # from opening the ledger: nothing was started
         print(f"progressived: {exc}", file=sys.stderr)
         return ledger_status(exc)
+    except ListenError as exc:  # a port or the control socket is taken: nothing started
+        print(f"progressived: {exc}", file=sys.stderr)
+        return Exit.CANNOT_LISTEN
+    if status == Exit.INTERRUPTED:
+        print("progressived: interrupted", file=sys.stderr)
+    return status
 
 
 def init(config: DaemonConfig, operator: str | None) -> int:
@@ -124,10 +165,9 @@ def init(config: DaemonConfig, operator: str | None) -> int:
 
 
 def self_check(config: DaemonConfig) -> int:
-    for finding in preflight.ledger(config):
-        if finding.error:
-            print(f"progressived self-check: {finding.line(config.source)}", file=sys.stderr)
-            return finding.status
+    found = preflight.table_ledger(config)
+    if (status := preflight.refuse("progressived self-check", config.source, found)) is not None:
+        return status
     paytable = Path(config.params.paytable.source)
     result = run_selfcheck(
         ledger_path=config.ledger.path,
@@ -141,7 +181,9 @@ def self_check(config: DaemonConfig) -> int:
 
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "check-config":
-        return check_config(args.config, file_only=args.file_only, link=args.link)
+        return check_config(
+            args.config, file_only=args.file_only, user_name=args.user, link=args.link
+        )
     if args.command == "completion":
         return int(args.handler(args))
     if args.command == "demo" and args.tables != 1:

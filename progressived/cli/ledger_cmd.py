@@ -131,7 +131,7 @@ def run_export(args: argparse.Namespace) -> int:
         else:
             reports.export(args.db, sys.stdout, args.format, args.since)
     except BrokenPipeError:
-        raise  # the reader went away (`| head`): progressivectl's guard says so, exit 141
+        raise  # the reader went away (`| head`): progressivectl's guard ends quietly, 141
     except (LedgerError, OSError) as exc:
         return _fail("ledger export", exc)
     return 0

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pwd
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from progressived import __version__
-from progressived.cli.common import Exit, ledger_status
+from progressived.cli import preflight
+from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.table import ConfigError, read_toml
 from progressived.core.money import display
 from progressived.daemon.selfcheck import run_selfcheck
@@ -23,6 +26,7 @@ from progressived.link.runtime.config import LinkConfig, is_link_config, load_li
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import control_socket_problem
+from progressived.runtime.listen import ListenError
 
 if TYPE_CHECKING:
     from progressived.link.store.ledger import LinkLedger
@@ -37,11 +41,19 @@ def is_link_file(path: Path) -> bool:
         return False
 
 
+def is_table_file(path: Path) -> bool:
+    """Whether ``path`` is a table's configuration (a ``[table]`` section)."""
+    try:
+        return "table" in read_toml(path)
+    except ConfigError:
+        return False
+
+
 def load(path: Path, prog: str = "progressived") -> LinkConfig | None:
     try:
         return load_link_config(path)
     except ConfigError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print_config_error(prog, exc)
         return None
 
 
@@ -53,38 +65,39 @@ def link_ledger_class() -> type[LinkLedger]:
     return LinkLedger
 
 
-def ledger_missing(config: LinkConfig) -> str | None:
-    """Why there is no link ledger to open, or None (checked before anything opens)."""
-    path = config.ledger.path
-    init = f"create a new link's ledger with `progressived init --config {config.source}`"
-    if not path.parent.is_dir():
-        return f"ledger.path: the ledger directory {path.parent} does not exist ({init})"
-    if not path.exists():
-        return f"ledger.path: no link ledger at {path}: fix the path, or {init}"
-    return None
-
-
 def _status(exc: LedgerError) -> int:
     return int(ledger_status(exc))
 
 
 def run(path: Path, *, check: bool = False) -> int:
-    """Run the link controller (or, with ``check``, open its ledger, replay it, and exit)."""
+    """Run the link controller (or, with ``check``, replay its ledger read-only, and exit).
+
+    Refuses with ``check-config``'s statuses first: the ledger (missing 3, another's or
+    not a ledger 4, not writable 5) and the control group (2).
+    """
+    if is_table_file(path):
+        path = Path(os.path.abspath(path))
+        print(
+            f"progressived link: {path}: this is a table's configuration ([table]): run "
+            f"`progressived run --config {path}`",
+            file=sys.stderr,
+        )
+        return Exit.USAGE
     if (config := load(path)) is None:
         return Exit.USAGE
-    if (why := ledger_missing(config)) is not None:
-        print(f"progressived link: {config.source}: {why}", file=sys.stderr)
-        return Exit.LEDGER_MISSING
+    found = preflight.check_link(config)
+    if (status := preflight.refuse("progressived link", config.source, found)) is not None:
+        return status
     ledger_cls = link_ledger_class()
     if check:
         try:
-            ledger = ledger_cls.open(config.ledger.path, config.params)
+            ledger = ledger_cls.replay_readonly(config.ledger.path, config.params)
         except LedgerError as exc:
             print(f"progressived link: {exc}", file=sys.stderr)
             return _status(exc)
         head = ledger.head
         ledger.close()
-        print(f"{path}: ok (link {config.params.link_id}, ledger head {head.seq})")
+        print(f"{config.source}: ok (link {config.params.link_id}, ledger head {head.seq})")
         return Exit.OK
     if (why := control_socket_problem(config.control.socket)) is not None:
         print(f"progressived link: {config.source}: control.socket: {why}", file=sys.stderr)
@@ -94,21 +107,28 @@ def run(path: Path, *, check: bool = False) -> int:
     logs.configure(config.log.format, config.log.level)
     controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))
     try:
-        return asyncio.run(controller.run())
+        status = asyncio.run(controller.run())
     except LedgerError as exc:  # from opening the ledger: nothing was started
         print(f"progressived link: {exc}", file=sys.stderr)
         return _status(exc)
+    except ListenError as exc:  # a port or the control socket is taken: nothing started
+        print(f"progressived link: {exc}", file=sys.stderr)
+        return Exit.CANNOT_LISTEN
+    if status == Exit.INTERRUPTED:
+        print("progressived: interrupted", file=sys.stderr)  # as the Ctrl-C guard says it
+    return status
 
 
-def check_config(path: Path, *, file_only: bool) -> int:
-    if (config := load(path)) is None:
+def check_config(path: Path, *, file_only: bool, user: pwd.struct_passwd | None = None) -> int:
+    try:
+        config = load_link_config(path)
+    except ConfigError as exc:
+        print_config_error("progressived", exc)
         return Exit.USAGE
-    if not file_only and (why := ledger_missing(config)) is not None:
-        print(f"{config.source}: {why}", file=sys.stderr)
-        return Exit.LEDGER_MISSING
+    findings = [] if file_only else preflight.check_link(config, user)
     meters = ", ".join(m.id for m in config.params.meters)
-    print(f"{path}: ok (link {config.params.link_id}, meters {meters})")
-    return Exit.OK
+    ok = f"ok (link {config.params.link_id}, meters {meters})"
+    return preflight.report(findings, config.source, ok)
 
 
 def init(config: LinkConfig) -> int:
@@ -131,9 +151,9 @@ def init(config: LinkConfig) -> int:
 
 
 def self_check(config: LinkConfig) -> int:
-    if (why := ledger_missing(config)) is not None:
-        print(f"progressived self-check: {config.source}: {why}", file=sys.stderr)
-        return Exit.LEDGER_MISSING
+    findings = preflight.link_ledger(config)
+    if (status := preflight.refuse("progressived self-check", config.source, findings)) is not None:
+        return status
     result = run_selfcheck(
         ledger_path=config.ledger.path,
         config_path=config.source,

@@ -1,22 +1,39 @@
-"""What a valid configuration still needs from this machine before ``run`` can start.
+"""What a valid configuration still needs from this machine before ``run`` (or ``link``)
+can start, checked without creating or changing anything.
 
-``check-config`` reports these beside the file's own checks and ``run`` refuses on the
-errors, each as ``FILE: key: reason``: the ledger directory and the ledger (a missing
-ledger is never an empty one: ``progressived init`` creates it), the ledger's table, and
-the control socket's group.
+``check-config`` reports these beside the file's own checks, and ``run``, ``link`` and
+``self-check`` refuse on the errors with the same exit status, each as ``FILE: key:
+reason``: the ledger directory and the ledger (a missing ledger is never an empty one:
+``progressived init`` creates it), that it is a progressived ledger of the right kind and
+owner (this table's, or this link's), that the user may open it for writing (the ledger,
+its ``-wal``/``-shm`` and ``.lock`` files, or the directory to create them in), and the
+control socket's group. Reading the ledger leaves nothing beside it
+(:func:`progressived.ledger.readonly.connect_untouched`).
 """
 
 from __future__ import annotations
 
 import grp
 import json
+import os
+import pwd
 import sqlite3
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from progressived.cli.common import Exit
-from progressived.config.daemon import DaemonConfig
+from progressived.cli import access
+from progressived.cli.common import Exit, ledger_status
 from progressived.ledger import LedgerError, schema
+from progressived.ledger.commit import translate
+from progressived.ledger.errors import LedgerMissing
+from progressived.ledger.readonly import connect_untouched
+
+if TYPE_CHECKING:
+    from progressived.config.daemon import DaemonConfig
+    from progressived.link.runtime.config import LinkConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +49,20 @@ class Finding:
         return f"{source}: {self.key}: {'' if self.error else 'warning: '}{self.reason}"
 
 
-def control_group(config: DaemonConfig) -> list[Finding]:
-    group = config.control.group
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Whose ledger the configuration expects: a table's (``table_id``) or a link's."""
+
+    kind: str  # "table" or "link"
+    ident: str
+    key: str  # the configuration key naming it: table.id or link.id
+
+
+def _error(reason: str, status: Exit) -> Finding:
+    return Finding("ledger.path", reason, error=True, status=status)
+
+
+def control_group(group: str | None) -> list[Finding]:
     if group is None:
         return [
             Finding(
@@ -57,87 +86,133 @@ def control_group(config: DaemonConfig) -> list[Finding]:
     return []
 
 
-def ledger(config: DaemonConfig) -> list[Finding]:
-    path = config.ledger.path
-    init = f"initialise a new table's ledger with `progressived init --config {config.source}`"
+def ledger_file(
+    path: Path, owner: Owner, init: str, user: pwd.struct_passwd | None = None
+) -> list[Finding]:
+    """Every problem ``run`` would meet opening the ledger at ``path`` for ``owner``.
+
+    ``user``: check access as that user (root only) instead of as this process.
+    """
     if not path.parent.is_dir():
         return [
-            Finding(
-                "ledger.path",
+            _error(
                 f"the ledger directory {path.parent} does not exist (a typo? else create it, "
                 f"then {init})",
-                error=True,
-                status=Exit.LEDGER_MISSING,
+                Exit.LEDGER_MISSING,
             )
         ]
     if not path.exists():
+        what = "ledger" if owner.kind == "table" else f"{owner.kind} ledger"
         return [
-            Finding(
-                "ledger.path",
-                f"no ledger at {path}: a missing ledger is not an empty one; fix the path, "
+            _error(
+                f"no {what} at {path}: a missing ledger is not an empty one; fix the path, "
                 f"or {init}",
-                error=True,
-                status=Exit.LEDGER_MISSING,
+                Exit.LEDGER_MISSING,
             )
         ]
-    if not _readable(path):
-        why = f"{path}: cannot read it as this user (run the check as the daemon's user)"
-        return [Finding("ledger.path", why, error=False, status=Exit.OK)]
     try:
-        table = ledger_table(path)
+        if user is None:
+            who = pwd.getpwuid(os.geteuid()).pw_name
+            denied = access.problems_here(path, f"user {who}")
+        else:
+            denied = access.problems_as(path, user)
+    except OSError as exc:
+        return [_error(f"cannot check access to {path}: {exc}", Exit.LEDGER_UNAVAILABLE)]
+    found = [_error(f"{why}: run would fail to open it", Exit.LEDGER_UNAVAILABLE) for why in denied]
+    if user is None and not os.access(path, os.R_OK, effective_ids=True):
+        return found  # nor can its content be read here
+    try:
+        meta = read_meta(path)
     except LedgerError as exc:
-        missing = "never initialised" in str(exc)
-        status = Exit.LEDGER_MISSING if missing else Exit.LEDGER_MISMATCH
-        return [Finding("ledger.path", str(exc), error=True, status=status)]
-    except sqlite3.Error as exc:  # e.g. read while a running daemon checkpoints
-        why = f"{path}: cannot read the ledger's table now: {exc}"
-        return [Finding("ledger.path", why, error=False, status=Exit.OK)]
-    if table != config.params.table_id:
-        return [
-            Finding(
-                "ledger.path",
-                f"{path} is table {table!r}'s ledger, not {config.params.table_id!r}'s "
-                f"(table.id {json.dumps(config.params.table_id)})",
-                error=True,
-                status=Exit.LEDGER_MISMATCH,
-            )
-        ]
-    return []
+        return [_error(str(exc), ledger_status(exc)), *found]
+    if (problem := not_the_owners(path, meta, owner)) is not None:
+        return [_error(problem, Exit.LEDGER_MISMATCH), *found]
+    return found
 
 
-def ledger_table(path: Path) -> str | None:
-    """The table a ledger file belongs to, read without writing anything beside it.
+def read_meta(path: Path) -> dict[str, str]:
+    """A ledger file's ``meta`` table, read without writing anything beside it.
 
-    ``immutable=1``: an ordinary read-only connection to a WAL ledger creates ``-wal`` and
-    ``-shm`` files, which, made by root (``check-config`` after an upgrade), the daemon's
-    user could not open afterwards. The table id is written once, when the ledger is made,
-    and ``init`` closes (checkpoints) the ledger, so the main file holds it.
+    :class:`LedgerMissing` for an empty file, :class:`LedgerMismatch` for a file that is
+    not a progressived ledger (not SQLite at all, another program's database) or of a newer
+    schema, :class:`LedgerUnavailable` when it cannot be read now, :class:`LedgerError`
+    for a damaged file.
     """
-    uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
-    conn = sqlite3.connect(uri, uri=True)
     try:
-        version = schema.file_version(conn)
-        schema.check_supported(version)
-        if version == 0:
-            raise LedgerError(
-                f"{path}: an empty file: the ledger was never initialised (for a new table: "
-                "remove the empty file, then `progressived init`)"
-            )
-        found = conn.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()
-    finally:
-        conn.close()
-    return None if found is None else str(found[0])
+        conn = connect_untouched(path)
+        try:
+            version = schema.file_version(conn)
+            schema.check_supported(version)
+            if version == 0:
+                raise LedgerMissing(
+                    f"{path}: an empty file: the ledger was never initialised (for a new "
+                    "table: remove the empty file, then `progressived init`)"
+                )
+            rows = conn.execute("SELECT key, value FROM meta").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from None
+    return {str(k): str(v) for k, v in rows}
 
 
-def _readable(path: Path) -> bool:
-    try:
-        with path.open("rb"):
-            return True
-    except OSError:
-        return False
+def not_the_owners(path: Path, meta: Mapping[str, str], owner: Owner) -> str | None:
+    """Why the ledger is not ``owner``'s (another table's or link's, or the other kind)."""
+    kind = meta.get("ledger_kind", "table")
+    found = meta.get("table_id") if kind == "table" else meta.get("link_id")
+    if kind != owner.kind:
+        return (
+            f"{path} is the ledger of {kind} {found!r}, not of {owner.kind} "
+            f"{owner.ident!r} ({owner.key} {json.dumps(owner.ident)})"
+        )
+    if found != owner.ident:
+        return (
+            f"{path} belongs to {kind} {found!r}, not {owner.ident!r} "
+            f"({owner.key} {json.dumps(owner.ident)})"
+        )
+    return None
 
 
-def check(config: DaemonConfig) -> list[Finding]:
-    """Every finding, errors first."""
-    found = ledger(config) + control_group(config)
+def table_ledger(config: DaemonConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
+    init = f"initialise a new table's ledger with `progressived init --config {config.source}`"
+    owner = Owner("table", config.params.table_id, "table.id")
+    return ledger_file(config.ledger.path, owner, init, user)
+
+
+def link_ledger(config: LinkConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
+    init = f"create a new link's ledger with `progressived init --config {config.source}`"
+    owner = Owner("link", config.params.link_id, "link.id")
+    return ledger_file(config.ledger.path, owner, init, user)
+
+
+def errors_first(found: list[Finding]) -> list[Finding]:
     return sorted(found, key=lambda f: not f.error)
+
+
+def check(config: DaemonConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
+    """Every finding for a table's configuration, errors first."""
+    return errors_first(table_ledger(config, user) + control_group(config.control.group))
+
+
+def check_link(config: LinkConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
+    """Every finding for a link controller's configuration, errors first."""
+    return errors_first(link_ledger(config, user) + control_group(config.control.group))
+
+
+def report(findings: list[Finding], source: Path, ok: str) -> int:
+    """``check-config``'s answer: every finding on stderr; the first error's status."""
+    for finding in findings:
+        print(finding.line(source), file=sys.stderr)
+    errors = [f for f in findings if f.error]
+    if errors:
+        return errors[0].status
+    print(f"{source}: {ok}")
+    return Exit.OK
+
+
+def refuse(prog: str, source: Path, findings: list[Finding]) -> int | None:
+    """What ``run`` refuses on: every error as one line; the first error's status."""
+    errors = [f for f in findings if f.error]
+    for finding in errors:
+        print(f"{prog}: {finding.line(source)}", file=sys.stderr)
+    return errors[0].status if errors else None

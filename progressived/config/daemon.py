@@ -10,6 +10,7 @@ Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,11 @@ from progressived.config.drivers import DriverNotFound, load_driver_factory
 from progressived.config.keypad import KeypadError, KeypadMap, keypad_from_config
 from progressived.config.table import (
     ConfigError,
+    Problems,
     format_validation_error,
     read_toml,
     table_params_from,
+    validate_whole,
 )
 from progressived.core.params import TableParams
 from progressived.mqtt.config import MqttSection
@@ -146,49 +149,46 @@ def _prefixed(source: str, section: str, exc: ValidationError) -> str:
     return "\n".join(line.replace(f"{source}: ", f"{source}: {section}.", 1) for line in lines)
 
 
+def resolved(source: Path, path: Path) -> Path:
+    """A path of the file as used: a relative one is relative to the file's directory."""
+    return path if path.is_absolute() else Path(os.path.normpath(source.parent / path))
+
+
 def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") -> DaemonConfig:
+    """The validated configuration; a :class:`ConfigError` lists every problem found."""
+    source = Path(os.path.abspath(source))
     src = str(source)
-    try:
-        model = _DaemonModel.model_validate(dict(data))
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(src, exc)) from None
-    params = table_params_from(
-        {"table": model.table, "progressive": model.progressive}, src, source.parent
-    )
-    _check_link(src, params, model.link)
-    try:
-        factory = load_driver_factory(model.board.driver)
-    except DriverNotFound as exc:
-        raise ConfigError(f"{src}: board.driver: {exc}") from None
-    extra = dict(model.board.model_extra or {})
-    try:
-        board = factory.validate(extra)
-    except ValidationError as exc:
-        raise ConfigError(_prefixed(src, "board", exc)) from None
-    except ValueError as exc:
-        raise ConfigError(f"{src}: board: {exc}") from None
-    board_seats = board.seats
-    if board_seats is not None and board_seats < params.seats:
-        raise ConfigError(
-            f"{src}: board.seats: the board has {board_seats} seats, the table {params.seats}"
-        )
-    try:
-        keypad = keypad_from_config({"keypad": model.keypad}, src)
-        keypad.hand_codes(params.paytable.hand_ids)
-    except (KeypadError, ConfigError) as exc:
-        message = str(exc)
-        if not message.startswith(src):
-            message = f"{src}: keypad: {message}"
-        raise ConfigError(message) from None
-    if model.mqtt.password_file is not None and not model.mqtt.password_file.is_file():
-        raise ConfigError(f"{src}: mqtt.password_file: no such file {model.mqtt.password_file}")
-    ledger = model.ledger
-    if not ledger.path.is_absolute():
-        ledger = LedgerSection(
-            path=source.parent / ledger.path,
-            checkpoint_idle_s=ledger.checkpoint_idle_s,
-            retry_s=ledger.retry_s,
-        )
+    problems = Problems()
+    model = validate_whole(_DaemonModel, data, src, problems)
+    params = None
+    sections = {"table": data.get("table"), "progressive": data.get("progressive", {})}
+    if isinstance(sections["table"], Mapping) and isinstance(sections["progressive"], Mapping):
+        with problems.collect():
+            params = table_params_from(sections, src, source.parent)
+    if model is None:
+        problems.raise_any()
+        raise ConfigError(f"{src}: (top level): not a valid configuration")
+    with problems.collect():
+        if params is not None:
+            _check_link(src, params, model.link)
+    board = None
+    with problems.collect():
+        board = _board(src, model.board)
+    seats = board.seats if board is not None else None
+    if params is not None and seats is not None and seats < params.seats:
+        problems.add(
+                f"{src}: board.seats: the board has {board.seats} seats, the table {params.seats}"
+            )
+    keypad = None
+    with problems.collect():
+        keypad = _keypad(src, model.keypad, params)
+    mqtt = resolve_mqtt_paths(source, model.mqtt)
+    with problems.collect():
+        check_password_file(src, mqtt)
+    problems.raise_any()
+    assert params is not None
+    assert board is not None
+    assert keypad is not None
     return DaemonConfig(
         source=source,
         digest=hashlib.sha256(raw).hexdigest() if raw else "",
@@ -196,10 +196,10 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         driver=model.board.driver,
         board=board,
         keypad=keypad,
-        mqtt=model.mqtt,
-        ledger=ledger,
+        mqtt=mqtt,
+        ledger=model.ledger.model_copy(update={"path": resolved(source, model.ledger.path)}),
         metrics=model.metrics,
-        control=model.control,
+        control=model.control.model_copy(update={"socket": resolved(source, model.control.socket)}),
         log=model.log,
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
@@ -207,7 +207,56 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
     )
 
 
+def _board(src: str, section: BoardSection) -> DriverSettings:
+    """The driver plugin's own validation of its ``[board]`` keys."""
+    try:
+        factory = load_driver_factory(section.driver)
+    except DriverNotFound as exc:
+        raise ConfigError(f"{src}: board.driver: {exc}") from None
+    try:
+        return factory.validate(dict(section.model_extra or {}))
+    except ValidationError as exc:
+        raise ConfigError(_prefixed(src, "board", exc)) from None
+    except ValueError as exc:
+        raise ConfigError(f"{src}: board: {exc}") from None
+
+
+def _keypad(src: str, section: Mapping[str, Any], params: TableParams | None) -> KeypadMap:
+    """The ``[keypad]`` codes, and (with valid table parameters) a code for every hand."""
+    try:
+        keypad = keypad_from_config({"keypad": section}, src)
+        if params is not None:
+            keypad.hand_codes(params.paytable.hand_ids)
+    except (KeypadError, ConfigError) as exc:
+        message = str(exc)
+        if not message.startswith(src):
+            message = f"{src}: keypad: {message}"
+        raise ConfigError(message) from None
+    return keypad
+
+
+def resolve_mqtt_paths(source: Path, mqtt: MqttSection) -> MqttSection:
+    """``password_file`` and the TLS files relative to the configuration file."""
+    update: dict[str, Any] = {}
+    if mqtt.password_file is not None:
+        update["password_file"] = resolved(source, mqtt.password_file)
+    if mqtt.tls is not None:
+        tls = {
+            name: resolved(source, value)
+            for name in ("ca_certs", "certfile", "keyfile")
+            if (value := getattr(mqtt.tls, name)) is not None
+        }
+        update["tls"] = mqtt.tls.model_copy(update=tls)
+    return mqtt.model_copy(update=update) if update else mqtt
+
+
+def check_password_file(src: str, mqtt: MqttSection) -> None:
+    if mqtt.password_file is not None and not mqtt.password_file.is_file():
+        raise ConfigError(f"{src}: mqtt.password_file: no such file {mqtt.password_file}")
+
+
 def load_daemon_config(path: Path) -> DaemonConfig:
     """Read and validate the whole configuration file."""
+    path = Path(os.path.abspath(path))
     data = read_toml(path)
     return daemon_config_from(data, path, path.read_bytes())

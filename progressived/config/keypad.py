@@ -126,7 +126,7 @@ def keypad_from_config(data: Mapping[str, Any], source: str = "<memory>") -> Key
     try:
         return _KeypadSection.model_validate(dict(data)).keypad
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+        raise ConfigError(format_validation_error(source, exc, _KeypadSection)) from None
 
 
 def load_keypad(path: Path) -> KeypadMap:

@@ -6,12 +6,15 @@ and the reason; nothing starts until the whole file is valid.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from copy import deepcopy as copy_deep
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,7 +35,37 @@ Amount = Decimal | int | str
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot run the controller."""
+    """A configuration that cannot run the controller: every problem found, one a line
+    (``FILE: key: reason``), so that one run of ``check-config`` shows them all."""
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = tuple(line for p in problems for line in str(p).splitlines() if line)
+        super().__init__("\n".join(self.problems))
+
+
+class Problems:
+    """Collects a file's problems across independent checks (:meth:`collect`), so that a
+    file with several errors is reported whole instead of one error per run."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, *lines: str) -> None:
+        for line in ConfigError(*lines).problems:
+            if line not in self.lines:
+                self.lines.append(line)
+
+    @contextmanager
+    def collect(self) -> Iterator[None]:
+        """Run a check; a :class:`ConfigError` it raises is recorded, not propagated."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.add(*exc.problems)
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise ConfigError(*self.lines)
 
 
 class _Strict(BaseModel):
@@ -83,8 +116,39 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line per problem: ``file: key: reason``."""
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds (through ``X | None``, ``list[X]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None
+
+
+def known_keys(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str]:
+    """The keys ``model`` allows at ``loc`` (a section or a table inside one)."""
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if current is None or part not in current.model_fields:
+            return []
+        current = _model_in(current.model_fields[part].annotation)
+    return list(current.model_fields) if current is not None else []
+
+
+def did_you_mean(key: str, known: list[str]) -> str:
+    """`` (did you mean 'port'?)`` for a misspelt key, or nothing."""
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def format_validation_error(
+    source: str, exc: ValidationError, model: type[BaseModel] | None = None
+) -> str:
+    """One line per problem: ``file: key: reason``; an unknown key of ``model`` gets the
+    nearest known key as a suggestion."""
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
@@ -93,8 +157,51 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
             msg = "missing required key"
         elif err["type"] == "extra_forbidden":
             msg = "unknown key"
+            if loc and isinstance(loc[-1], str):
+                msg += did_you_mean(loc[-1], known_keys(model, loc[:-1]))
         lines.append(f"{source}: {_loc(loc)}: {msg}")
     return "\n".join(lines)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_whole(
+    model: type[M], data: Mapping[str, Any], source: str, problems: Problems
+) -> M | None:
+    """``model`` over ``data``, every problem recorded (an unknown key with a "did you
+    mean"). Then, so that the checks needing a valid model still run and report theirs,
+    the model again without the offending keys (defaults in their place); None if that
+    fails too (a required key was at fault)."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        problems.add(format_validation_error(source, exc, model))
+        pruned = _without(data, [err["loc"] for err in exc.errors()])
+    try:
+        return model.model_validate(pruned)
+    except ValidationError:
+        return None
+
+
+def _without(data: Mapping[str, Any], locs: list[tuple[int | str, ...]]) -> dict[str, Any]:
+    """A deep copy of ``data`` without the keys at ``locs`` (a list item's key inside it)."""
+    pruned: dict[str, Any] = copy_deep(dict(data))
+    for loc in locs:
+        parent: Any = pruned
+        for part in loc[:-1]:
+            parent = _child(parent, part)
+        if isinstance(parent, dict) and loc and loc[-1] in parent:
+            del parent[loc[-1]]
+    return pruned
+
+
+def _child(parent: Any, part: int | str) -> Any:
+    if isinstance(parent, dict):
+        return parent.get(part)
+    if isinstance(parent, list) and isinstance(part, int) and 0 <= part < len(parent):
+        return parent[part]
+    return None
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -119,54 +226,40 @@ def _amount(source: str, key: str, value: Amount | None) -> int | None:
 def table_params_from(
     data: Mapping[str, Any], source: str, base_dir: Path | None = None
 ) -> TableParams:
-    """Validate the ``[table]`` and ``[progressive]`` sections into :class:`TableParams`."""
-    try:
-        model = ProgressiveConfig.model_validate(dict(data))
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+    """Validate the ``[table]`` and ``[progressive]`` sections into :class:`TableParams`.
+
+    Every problem of the two sections is raised at once (one :class:`ConfigError`); the
+    checks of the whole (the engine's :func:`validate`, a seed against the paytable) run
+    once each part is valid.
+    """
+    problems = Problems()
+    model = validate_whole(ProgressiveConfig, data, source, problems)
+    if model is None:
+        problems.raise_any()
+        raise ConfigError(f"{source}: table: not a valid [table] section")
     folder = model.table.paytables
     if folder is not None and not folder.is_absolute() and base_dir is not None:
         folder = base_dir / folder
+    paytable = None
     try:
         paytable = find_paytable(model.table.paytable, folder)
     except PaytableError as exc:
-        raise ConfigError(f"{source}: table.paytable: {exc}") from None
+        problems.add(f"{source}: table.paytable: {exc}")
     meters = []
     for index, m in enumerate(model.progressive.meters):
-        key = f"progressive.meters[{index}]"
-        if m.link is not None:
-            meters.append(_linked_meter(source, key, m))
-            continue
-        if m.link_meter is not None:
-            raise ConfigError(
-                f"{source}: {key}.link_meter: meter {m.id} names no link; link_meter is the "
-                "link's id of a linked meter (give `link` too, or leave link_meter out)"
-            )
-        if m.rate is None:
-            raise ConfigError(f"{source}: {key}.rate: missing required key")
-        try:
-            meter_rate, reserve_rate = rate(m.rate), rate(m.reserve_rate)
-        except MoneyError as exc:
-            raise ConfigError(f"{source}: {key}: {exc}") from None
-        seed = _amount(source, f"{key}.seed", m.seed)
-        assert seed is not None
-        meters.append(
-            MeterParams(
-                id=m.id,
-                seed=seed,
-                rate=meter_rate,
-                reserve_rate=reserve_rate,
-                limit=_amount(source, f"{key}.limit", m.limit),
-                above_limit=m.above_limit,
-                start=_amount(source, f"{key}.start", m.start),
-            )
-        )
+        with problems.collect():
+            meters.append(_meter(source, index, m))
+    wager = None
+    with problems.collect():
+        wager = _amount(source, "progressive.wager", model.progressive.wager)
+    problems.raise_any()
+    assert paytable is not None
     params = TableParams(
         table_id=model.table.id,
         paytable=paytable,
         meters=tuple(meters),
         seats=model.table.seats,
-        wager=_amount(source, "progressive.wager", model.progressive.wager),
+        wager=wager,
         policy=model.progressive.policy,
         award_order=model.progressive.award_order,
     )
@@ -180,8 +273,47 @@ def table_params_from(
             and "seed" in section.model_fields_set
             and (problem := seed_conflict(params, meter.id, meter.seed))
         ):
-            raise ConfigError(f"{source}: progressive.meters[{index}].seed: {problem}")
+            problems.add(f"{source}: progressive.meters[{index}].seed: {problem}")
+    problems.raise_any()
     return params
+
+
+def _meter(source: str, index: int, m: MeterSection) -> MeterParams:
+    """One ``[[progressive.meters]]`` entry; its problems together in one ConfigError."""
+    key = f"progressive.meters[{index}]"
+    if m.link is not None:
+        return _linked_meter(source, key, m)
+    problems = Problems()
+    if m.link_meter is not None:
+        problems.add(
+            f"{source}: {key}.link_meter: meter {m.id} names no link; link_meter is the "
+            "link's id of a linked meter (give `link` too, or leave link_meter out)"
+        )
+    if m.rate is None:
+        problems.add(f"{source}: {key}.rate: missing required key")
+    rates: dict[str, Any] = {}
+    for name in ("rate", "reserve_rate"):
+        try:
+            rates[name] = None if getattr(m, name) is None else rate(getattr(m, name))
+        except MoneyError as exc:
+            problems.add(f"{source}: {key}: {exc}")
+    amounts: dict[str, int | None] = {}
+    for name in ("seed", "limit", "start"):
+        with problems.collect():
+            amounts[name] = _amount(source, f"{key}.{name}", getattr(m, name))
+    problems.raise_any()
+    seed, meter_rate, reserve_rate = amounts["seed"], rates["rate"], rates["reserve_rate"]
+    assert seed is not None
+    assert meter_rate is not None
+    return MeterParams(
+        id=m.id,
+        seed=seed,
+        rate=meter_rate,
+        reserve_rate=reserve_rate,
+        limit=amounts["limit"],
+        above_limit=m.above_limit,
+        start=amounts["start"],
+    )
 
 
 _LINK_OWNS = ("seed", "rate", "reserve_rate", "limit", "above_limit", "start")

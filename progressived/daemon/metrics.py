@@ -34,6 +34,7 @@ from progressived.engine.events import (
     WagerLocked,
     WagerRefunded,
 )
+from progressived.runtime.listen import serve_metrics
 from progressived.runtime.metrics import LATENCY_BUCKETS
 
 
@@ -336,11 +337,7 @@ class TableMetrics:
 
     def serve(self, address: str, port: int) -> int:
         """Serve /metrics on ``address:port`` in a thread; returns the bound port."""
-        server, _thread = prometheus_client.start_http_server(
-            port, addr=address, registry=self.registry
-        )
-        bound: int = server.server_port
-        return bound
+        return serve_metrics(self.registry, address, port, "[metrics]")
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

@@ -23,7 +23,7 @@ from typing import Any
 
 from progressived.ledger import chain
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.store import connect_readonly
+from progressived.ledger.readonly import connect_untouched
 
 PACKAGES = ("progressived", "progressived_drivers")
 SUFFIXES = {".py", ".toml", ".json"}
@@ -63,9 +63,11 @@ def file_digest(path: Path) -> str:
 def ledger_head(path: Path, rows: int = 1000) -> tuple[int, str, int]:
     """Recompute the hash chain over the last ``rows`` rows; returns (head seq, head hash, rows).
 
-    Raises ``ValueError`` naming the first row whose link does not hold.
+    Raises ``ValueError`` naming the first row whose link does not hold. Reads without
+    creating a file beside the ledger (``progressived self-check`` run by root must not
+    leave root's ``-wal``/``-shm`` for the daemon's user).
     """
-    conn = connect_readonly(path)
+    conn = connect_untouched(path)
     try:
         found = conn.execute(
             "SELECT seq, at, table_id, round, seat, kind, category, actor, idem_key, data, "

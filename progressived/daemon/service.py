@@ -36,12 +36,13 @@ from progressived.ledger import Ledger, LedgerError, reports
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import SignPublisher
 from progressived.runtime.clock import utc_now
-from progressived.runtime.control import ControlServer
+from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 SELF_CHECK_FAILED = "self-check failed"
+INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
 HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 __all__ = ["BOARD_OFFLINE", "SELF_CHECK_FAILED", "Controller", "run_daemon"]
 
@@ -94,6 +95,7 @@ class Controller:
         self._stop = asyncio.Event()
         self._control: ControlServer | None = None
         self._exit_status = 0
+        self._interrupted = False
 
     # ------------------------------------------------------------- what tests look at
     @property
@@ -195,27 +197,44 @@ class Controller:
         self._exit_status = 1
         self._stop.set()
 
-    def request_stop(self) -> None:
+    def request_stop(self, interrupted: bool = False) -> None:
+        """Stop (SIGTERM); ``interrupted``: a Ctrl-C, whose exit status is 130."""
+        self._interrupted = self._interrupted or interrupted
         self._stop.set()
 
     async def run(self, *, install_signals: bool = True) -> int:
-        """Run until SIGTERM/SIGINT (or :meth:`request_stop`); returns the exit status."""
+        """Run until SIGTERM/SIGINT (or :meth:`request_stop`); returns the exit status.
+
+        The control socket is claimed before the ledger is opened and the metrics port
+        right after, so a second daemon given the same socket or port refuses
+        (:class:`~progressived.runtime.listen.ListenError`) before it journals its start. SIGTERM
+        is a requested stop (status 0), SIGINT an interruption (status 130).
+        """
         loop = asyncio.get_running_loop()
         if install_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
-        j, cfg = self.journal, self.journal.config
+            loop.add_signal_handler(signal.SIGTERM, self.request_stop)
+            loop.add_signal_handler(signal.SIGINT, self.request_stop, True)
+        cfg = self.journal.config
+        control = ControlServer(cfg.control.socket, cfg.control.group, _not_yet)
+        control.claim()
+        self._control = control
+        try:
+            await self.start()
+        except BaseException:
+            await control.stop()
+            await self._close_ledger()
+            raise
+        j = self.journal
         tasks = [
             loop.create_task(self.publisher.run(), name="mqtt"),
             loop.create_task(self.driver.run(), name="board"),
             loop.create_task(self.board_input.run(), name="input"),
             loop.create_task(housekeeping(j, self.health), name="housekeeping"),
+            # Always: it logs each change of health; it pings systemd only under a watchdog.
+            loop.create_task(watchdog(j, self.health, self.notifier), name="watchdog"),
         ]
         if self.link is not None:
             tasks.append(loop.create_task(self.link.run(), name="link"))
-        if self.notifier.watchdog_interval_s is not None:
-            tasks.append(loop.create_task(watchdog(j, self.health, self.notifier), name="watchdog"))
         for task in tasks:
             task.add_done_callback(self._task_ended)
         log.info(
@@ -235,16 +254,25 @@ class Controller:
             link_status=self.link.status if self.link is not None else lambda: None,
         )
         desk = OperatorDesk(port)
-        control = ControlServer(cfg.control.socket, cfg.control.group, desk.handle, desk.refused)
+        control.handler, control.on_refused = desk.handle, desk.refused
         await control.start()
-        self._control = control
         self._notify("ready", {})
         loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(log_task_error)
         self.notifier.ready(f"table {j.params.table_id} running")
         await self._stop.wait()
         self.notifier.stopping()
         await self.shutdown(tasks)
+        if self._interrupted and self._exit_status == 0:
+            return INTERRUPTED
         return self._exit_status
+
+    async def _close_ledger(self) -> None:
+        """After a start that failed part-way: close the ledger if it was opened."""
+        j = self.journal
+        if getattr(j, "ledger", None) is not None:
+            with contextlib.suppress(LedgerError):
+                await j.db(j.ledger.close)
+        j.close_thread()
 
     async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
         """Finish the open transaction, journal the stop, publish offline, close."""
@@ -291,6 +319,12 @@ class Controller:
         while self.publisher.connected and not await self.journal.outbox_empty():
             self.publisher.wake()
             await asyncio.sleep(0.05)
+
+
+async def _not_yet(request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
+    """The control socket's handler until the operator desk is built (never called: the
+    socket answers only once :meth:`ControlServer.start` runs, after the desk exists)."""
+    return {"ok": False, "error": "the daemon is starting"}
 
 
 class _PublisherHooks:

@@ -42,20 +42,19 @@ async def housekeeping(journal: Journal, health: Health) -> None:
 
 
 async def watchdog(journal: Journal, health: Health, notifier: Notifier) -> None:
-    """Ping systemd's watchdog only while healthy; say why when not."""
+    """Log each change of health (the ``health`` line, docs/operations.md "The watchdog");
+    under a systemd watchdog also set the unit's status and ping only while healthy."""
     interval = notifier.watchdog_interval_s
-    if interval is None:
-        return
     was_ok = True
     while True:
         ok, why = check_health(health, journal.config.watchdog)
-        if ok:
+        if ok and interval is not None:
             notifier.watchdog()
         if ok != was_ok:
             notifier.status("healthy" if ok else f"unhealthy: {why}")
             (log.info if ok else log.error)("health", healthy=ok, reason=why)
             was_ok = ok
-        await asyncio.sleep(min(interval, 1.0))
+        await asyncio.sleep(1.0 if interval is None else min(interval, 1.0))
 
 
 class MetricsView:

@@ -62,6 +62,14 @@ def _process(cmd: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[str]]:
                 proc.wait()
 
 
+class DaemonStopped(RuntimeError):
+    """The daemon exited while the demo needed it (its own line says why)."""
+
+    def __init__(self, status: int, line: str) -> None:
+        super().__init__(f"the daemon stopped (status {status}): {line}")
+        self.status = status
+
+
 def _wait_for(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -101,6 +109,12 @@ async def _watch(
             said = narrate(event) if event is not None else None
             if said:
                 screen.say(said)
+
+
+def _last_line(log: Path, prog: str = "progressived: ") -> str:
+    """A child's last line: an expected fault's one line (``progressived: ...``)."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].removeprefix(prog) if lines else "no output"
 
 
 def _join(threads: list[threading.Thread]) -> None:
@@ -179,7 +193,8 @@ def play(
         web_log = stack.enter_context((work / "websign.log").open("w"))
         web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
         web_cmd += ["--listen", f"127.0.0.1:{web_port}", "--config", str(_sign_file(work))]
-        stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+        web = stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+        web_told = threading.Event()
         with _process(
             [*PROGRESSIVED, "run", "--config", str(config)],
             stdout=subprocess.PIPE,
@@ -187,9 +202,10 @@ def play(
             bufsize=1,
         ) as daemon:
             assert daemon.stdout is not None
-            threads.append(
-                tee_lines(daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock())
+            daemon_tee = tee_lines(
+                daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock()
             )
+            threads.append(daemon_tee)
             view = SignView("progressive", "main", TABLE)
             events: list[dict[str, Any]] = []
             loop = asyncio.new_event_loop()
@@ -200,9 +216,21 @@ def play(
                 loop.run_until_complete(asyncio.sleep(seconds))
                 if watcher.done() and watcher.exception():
                     raise RuntimeError(f"sign subscriber failed: {watcher.exception()}")
+                children()
                 while not said.empty():
                     screen.say(said.get_nowait())
                 screen.draw()
+
+            def children() -> None:
+                """A stopped web sign is told once (the demo plays on without its page); a
+                stopped daemon ends the demo with its own line and status."""
+                if (gone := web.poll()) is not None and not web_told.is_set():
+                    web_told.set()
+                    line = _last_line(work / "websign.log", "progressivectl ")
+                    said.put(f"web sign stopped (status {gone}): {line}")
+                if (status := daemon.poll()) is not None:
+                    daemon_tee.join(timeout=5)  # its last lines reach daemon.log
+                    raise DaemonStopped(status, _last_line(work / "daemon.log"))
 
             def type_line(line: str) -> None:
                 assert sim.stdin is not None
@@ -224,7 +252,7 @@ def play(
                 screen.say(f"rounds reconciled: {reconciled} of {played}; meter {view.display}")
                 pump(0)
                 if headless:
-                    return 0 if reconciled >= played and daemon.poll() is None else 1
+                    return 0 if reconciled >= played else 1
                 interactive.set()
                 forward_typing(type_line, pump, screen)
                 return 0

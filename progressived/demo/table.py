@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TextIO
 
 from progressived.demo.broker import AmqttBroker, start_broker
-from progressived.demo.play import TABLE, close_loops, play
+from progressived.demo.play import TABLE, DaemonStopped, close_loops, play
 from progressived.signs.screen import Screen, is_terminal
 from progressived.testing.broker import BrokerUnavailable, Mosquitto, free_port
 from progressived.testing.config import RigConfig, write_config
@@ -140,18 +140,22 @@ def run_demo(
         finally:
             broker.stop()
     except KeyboardInterrupt:
-        # Ctrl-C at any moment, even while the processes start: one line. The children got
-        # the same SIGINT; a second Ctrl-C must not cut their cleanup. Interactively, Ctrl-C
-        # is how the demo ends and SIGTERM is a requested stop (status 0); Ctrl-C cuts a
-        # headless run short (status 130, docs/operations.md's exit codes).
+        # Ctrl-C at any moment, even while the processes start: one line and status 130
+        # (docs/operations.md's exit codes), headless or not. The children got the same
+        # SIGINT; a second Ctrl-C must not cut their cleanup. SIGTERM is a requested stop
+        # (status 0).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         close_loops()
-        if headless and not _TERMINATED.is_set():
+        if not _TERMINATED.is_set():
             print("\nprogressived demo: interrupted: stopping", file=sys.stderr)
             status = 130
         else:
             print("\nstopped", file=out)
             status = 0
+    except DaemonStopped as exc:  # e.g. its metrics port taken since the demo chose it
+        close_loops()
+        print(f"progressived demo: {exc}", file=sys.stderr)
+        status = exc.status
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)

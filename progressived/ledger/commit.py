@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from progressived.ledger.errors import LedgerError, LedgerUnavailable
+from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerUnavailable
 from progressived.ledger.plan import Plan
 from progressived.ledger.rows import AppendResult
 
@@ -26,6 +26,7 @@ BUSY_TIMEOUT_MS = 5000
 # SQLite primary result codes that mean "cannot write now", not "bad data".
 _UNAVAILABLE_CODES = frozenset({3, 5, 6, 8, 10, 13, 14, 15, 22})  # PERM BUSY LOCKED READONLY
 # IOERR FULL CANTOPEN PROTOCOL NOLFS
+SQLITE_NOTADB = 26  # "file is not a database": random bytes, another program's file
 
 _INSERT_JOURNAL = (
     "INSERT INTO journal (seq, at, table_id, round, seat, kind, category, actor, idem_key, "
@@ -45,6 +46,8 @@ _MOVE_HEAD = "UPDATE meta SET value = ? WHERE key = ?"
 def translate(exc: sqlite3.Error, path: Path | str) -> LedgerError:
     """Map a SQLite error to the exception the daemon acts on."""
     code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == SQLITE_NOTADB:
+        return LedgerMismatch(f"{path} is not a progressived ledger: {exc}")
     if isinstance(exc, sqlite3.OperationalError) and (
         code is None or (code & 0xFF) in _UNAVAILABLE_CODES
     ):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from progressived.ledger import schema
 from progressived.ledger.commit import BUSY_TIMEOUT_MS
@@ -42,3 +43,21 @@ def ledger_kind(path: Path | str) -> str:
     finally:
         conn.close()
     return "table" if row is None else str(row[0])
+
+
+def connect_untouched(path: Path | str) -> sqlite3.Connection:
+    """A read-only connection that creates no file beside the ledger (``check-config``,
+    ``link --check``), whoever runs it.
+
+    An ordinary read-only connection to a WAL ledger creates the ``-wal`` and ``-shm``
+    files when they are missing, and made by root (``check-config`` after an upgrade) the
+    daemon's user could not open them afterwards. So: with both files there (a daemon runs,
+    or stopped without removing them), ``mode=ro`` reads through them; otherwise the main
+    file is the whole ledger (its last connection checkpointed it) and ``immutable=1``
+    reads it without any file beside it. SQLite errors are raised as they are.
+    """
+    p = Path(path)
+    beside = [p.with_name(p.name + suffix) for suffix in ("-wal", "-shm")]
+    mode = "mode=ro" if all(f.exists() for f in beside) else "mode=ro&immutable=1"
+    uri = f"file:{quote(p.resolve().as_posix())}?{mode}"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)

@@ -27,6 +27,8 @@ from typing import Any
 
 import structlog
 
+from progressived.runtime.listen import ListenError, claim_unix_socket, release_unix_socket
+
 log = structlog.get_logger("progressived.control")
 
 MAX_REQUEST = 64 * 1024
@@ -108,25 +110,53 @@ class ControlServer:
         self.handler = handler
         self.on_refused = on_refused
         self._server: asyncio.AbstractServer | None = None
+        self._sock: socket.socket | None = None
+        self._identity: tuple[int, int] | None = None
 
     async def start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        """Claim the socket (unless :meth:`claim` did) and answer on it."""
+        if self._sock is None:
+            self.claim()
+        assert self._sock is not None
         self._server = await asyncio.start_unix_server(
-            self._serve, path=str(self.path), limit=MAX_REQUEST
+            self._serve, sock=self._sock, limit=MAX_REQUEST
         )
-        os.chmod(self.path, 0o660)
-        if self.gid is not None:
-            os.chown(self.path, -1, self.gid)
         log.info("control socket", path=str(self.path), group=self.group)
+
+    def claim(self) -> None:
+        """Bind the socket now, before anything else starts; answer only from :meth:`start`.
+
+        A socket file already at the path is probed: a process that answers there keeps it
+        (:class:`~progressived.runtime.listen.ListenError`: two daemons must not share a control
+        socket); a socket nobody answers on was left by a process that died and is
+        replaced. The path's identity is remembered so that :meth:`stop` removes only the
+        socket this process made.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._sock, self._identity = claim_unix_socket(self.path, "[control] socket")
+        try:
+            os.chmod(self.path, 0o660)
+            if self.gid is not None:
+                os.chown(self.path, -1, self.gid)
+        except OSError as exc:
+            self._sock.close()
+            release_unix_socket(self.path, self._identity)
+            self._sock = self._identity = None
+            raise ListenError(
+                f"cannot give the control socket {self.path} to group {self.group}: "
+                f"{exc.strerror} (the daemon's user must be a member of [control] group)"
+            ) from None
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        elif self._sock is not None:
+            self._sock.close()
+        self._sock = None
+        if self._identity is not None:
+            release_unix_socket(self.path, self._identity)
+            self._identity = None
 
     def authorized(self, peer: Peer) -> bool:
         if peer.uid in (0, os.getuid()):

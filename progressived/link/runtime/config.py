@@ -11,6 +11,7 @@ by :func:`progressived.link.core.params.validate`; any problem raises
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from progressived.config.daemon import (
     ControlSection,
@@ -26,9 +27,12 @@ from progressived.config.daemon import (
     LogSection,
     MetricsSection,
     SelfCheckSection,
+    check_password_file,
+    resolve_mqtt_paths,
+    resolved,
 )
 from progressived.config.paytables import Paytable, PaytableError, find_paytable
-from progressived.config.table import ConfigError, format_validation_error, read_toml
+from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.core.money import MoneyError, dollars, rate
 from progressived.link.core import params as lp
 from progressived.mqtt.config import MqttSection
@@ -164,24 +168,34 @@ def _meter(source: str, index: int, m: LinkMeterSection, folder: Path | None) ->
 
 
 def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") -> LinkConfig:
+    """The validated link configuration; a :class:`ConfigError` lists every problem found."""
+    source = Path(os.path.abspath(source))
     src = str(source)
-    try:
-        model = _LinkModel.model_validate(dict(data))
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(src, exc)) from None
+    problems = Problems()
+    model = validate_whole(_LinkModel, data, src, problems)
+    if model is None:
+        problems.raise_any()
+        raise ConfigError(f"{src}: (top level): not a valid configuration")
     link = model.link
     folder = link.paytables
     if folder is not None and not folder.is_absolute():
         folder = source.parent / folder
     for index, table in enumerate(link.tables):
         if re.fullmatch(_ID, table) is None:
-            raise ConfigError(f"{src}: link.tables[{index}]: {table!r} is not a table id")
+            problems.add(f"{src}: link.tables[{index}]: {table!r} is not a table id")
     if len(set(link.tables)) != len(link.tables):
-        raise ConfigError(f"{src}: link.tables: a table is listed twice")
-    meters = tuple(_meter(src, i, m, folder) for i, m in enumerate(link.meters))
+        problems.add(f"{src}: link.tables: a table is listed twice")
+    meters = []
+    for i, m in enumerate(link.meters):
+        with problems.collect():
+            meters.append(_meter(src, i, m, folder))
+    mqtt = resolve_mqtt_paths(source, model.mqtt)
+    with problems.collect():
+        check_password_file(src, mqtt)
+    problems.raise_any()
     params = lp.LinkParams(
         link.id,
-        meters,
+        tuple(meters),
         frozenset(link.tables),
         policy=link.policy,
         split_window_ms=link.split_window_ms,
@@ -191,11 +205,6 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
         lp.validate(params)
     except lp.LinkParamsError as exc:
         raise ConfigError(f"{src}: {exc}") from None
-    if model.mqtt.password_file is not None and not model.mqtt.password_file.is_file():
-        raise ConfigError(f"{src}: mqtt.password_file: no such file {model.mqtt.password_file}")
-    ledger = model.ledger
-    if not ledger.path.is_absolute():
-        ledger = ledger.model_copy(update={"path": source.parent / ledger.path})
     cited = {Path(find_paytable(m.paytable, folder).source) for m in link.meters}
     return LinkConfig(
         source=source,
@@ -204,10 +213,10 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
         heartbeat_s=link.heartbeat_s,
         batch_max=link.batch_max,
         paytables=tuple(sorted(p for p in cited if p.is_file())),
-        mqtt=model.mqtt,
-        ledger=ledger,
+        mqtt=mqtt,
+        ledger=model.ledger.model_copy(update={"path": resolved(source, model.ledger.path)}),
         metrics=model.metrics,
-        control=model.control,
+        control=model.control.model_copy(update={"socket": resolved(source, model.control.socket)}),
         log=model.log,
         selfcheck=model.selfcheck,
     )
@@ -215,6 +224,7 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
 
 def load_link_config(path: Path) -> LinkConfig:
     """Read and validate a link controller's configuration file."""
+    path = Path(os.path.abspath(path))
     data = read_toml(path)
     if "link" not in data:
         raise ConfigError(f"{path}: link: missing required section [link]")

@@ -39,6 +39,7 @@ from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived.link")
 T = TypeVar("T")
+INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
 HEARD_WINDOW_S = 60.0  # a table is "heard" if it sent anything this recently
 
 
@@ -101,6 +102,7 @@ class LinkController:
         self._shown: dict[str, tuple[int, int, object]] = {}
         self._stop = asyncio.Event()
         self._exit_status = 0
+        self._interrupted = False
         self._loop_beat = time.monotonic()
 
     # ------------------------------------------------------------------ ledger thread
@@ -278,7 +280,9 @@ class LinkController:
             self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
 
-    def request_stop(self) -> None:
+    def request_stop(self, interrupted: bool = False) -> None:
+        """Stop (SIGTERM); ``interrupted``: a Ctrl-C, whose exit status is 130."""
+        self._interrupted = self._interrupted or interrupted
         self._stop.set()
 
     def _task_ended(self, task: asyncio.Task[Any]) -> None:
@@ -290,13 +294,24 @@ class LinkController:
         self._stop.set()
 
     async def run(self, *, install_signals: bool = True) -> int:
+        """Run until SIGTERM (status 0) or SIGINT (130). The control socket is claimed
+        first and the metrics port when the ledger is open, so a second controller given
+        the same socket or port refuses (:class:`~progressived.runtime.listen.ListenError`)."""
         loop = asyncio.get_running_loop()
         if install_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.request_stop)
+            loop.add_signal_handler(signal.SIGTERM, self.request_stop)
+            loop.add_signal_handler(signal.SIGINT, self.request_stop, True)
+        control = ControlServer(
+            self.config.control.socket, self.config.control.group, self._control
+        )
+        control.claim()
         try:
             await self.start()
-        except LedgerError:
+        except BaseException:
+            await control.stop()
+            if self.journal is not None:
+                with contextlib.suppress(LedgerError):
+                    await self.db(self.journal.close)
             self._executor.shutdown(wait=True)
             raise
         tasks = [
@@ -306,9 +321,6 @@ class LinkController:
         ]
         for task in tasks:
             task.add_done_callback(self._task_ended)
-        control = ControlServer(
-            self.config.control.socket, self.config.control.group, self._control
-        )
         await control.start()
         j = self.ledger
         log.info(
@@ -323,6 +335,8 @@ class LinkController:
         await self._stop.wait()
         self.notifier.stopping()
         await self.shutdown(tasks, control)
+        if self._interrupted and self._exit_status == 0:
+            return INTERRUPTED
         return self._exit_status
 
     async def shutdown(self, tasks: list[asyncio.Task[Any]], control: ControlServer) -> None:

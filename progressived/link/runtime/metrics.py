@@ -19,6 +19,7 @@ from progressived.core.money import cents
 from progressived.engine import accounts
 from progressived.link.core import params as lp
 from progressived.link.core.state import BookState
+from progressived.runtime.listen import serve_metrics
 from progressived.runtime.metrics import LATENCY_BUCKETS
 
 BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -121,11 +122,7 @@ class LinkMetrics:
                 self.messages.labels(self.link, outcome).inc(n)
 
     def serve(self, address: str, port: int) -> int:
-        server, _thread = prometheus_client.start_http_server(
-            port, addr=address, registry=self.registry
-        )
-        bound: int = server.server_port
-        return bound
+        return serve_metrics(self.registry, address, port, "[metrics]")
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

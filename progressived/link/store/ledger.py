@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 
 from progressived.engine.events import Posting
-from progressived.ledger import chain, opening, plan
+from progressived.ledger import chain, opening, plan, schema
 from progressived.ledger.commit import BUSY_TIMEOUT_MS, commit, lock, transaction, translate
 from progressived.ledger.errors import (
     LedgerError,
@@ -39,6 +39,7 @@ from progressived.ledger.errors import (
     LedgerMissing,
     LedgerUnavailable,
 )
+from progressived.ledger.readonly import connect_untouched
 from progressived.ledger.rows import Record, nonzero
 from progressived.link.core import book, journal, snapshot
 from progressived.link.core import params as lp
@@ -209,6 +210,38 @@ class LinkLedger:
         try:
             ledger._load()
             ledger._record_changes(at)
+        except BaseException:
+            ledger.close()
+            raise
+        return ledger
+
+    @classmethod
+    def replay_readonly(cls, path: Path, params: lp.LinkParams) -> LinkLedger:
+        """Replay and check the ledger as :meth:`open` does, writing nothing: no lock, no
+        file beside it, no row (``progressived link --check``, also while the controller
+        runs). Only :attr:`head`, :attr:`book` and :attr:`recovery` are for use; close it.
+
+        The same refusals as :meth:`open`: :class:`LedgerMissing` for an empty ledger,
+        :class:`LedgerMismatch` for another link's, a table's or a row that does not replay.
+        """
+        lp.validate(params)
+        path = Path(path)
+        try:
+            conn = connect_untouched(path)
+            version = schema.file_version(conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, path) from None
+        ledger = cls(path, conn, -1, params)
+        try:
+            schema.check_supported(version)
+            if version == 0:
+                raise LedgerMissing(f"link ledger {path} is empty: it was never initialised")
+            try:
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            except sqlite3.Error as exc:
+                raise translate(exc, path) from None
+            _check_meta(path, {str(k): str(v) for k, v in meta.items()}, params.link_id)
+            ledger._load()
         except BaseException:
             ledger.close()
             raise
@@ -451,7 +484,8 @@ class LinkLedger:
         try:
             self._conn.close()
         finally:
-            os.close(self._lock_fd)
+            if self._lock_fd >= 0:  # -1: read without the lock (replay_readonly)
+                os.close(self._lock_fd)
 
     def __enter__(self) -> LinkLedger:
         return self
