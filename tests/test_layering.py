@@ -23,6 +23,7 @@ PURE = [
     "progressived/params.py",
     "progressived/paytable_model.py",
     "progressived/keypad.py",
+    "progressived/wirejson.py",
 ]
 IO_MODULES = {
     "asyncio",
