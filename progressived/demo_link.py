@@ -37,6 +37,7 @@ from progressived.money import UNITS_PER_CENT
 from progressived.testing.board import PtyBoard, simulator
 from progressived.testing.config import RigConfig, render_toml, write_config
 from progressived.testing.rig import PROGRESSIVECTL, PROGRESSIVED
+from progressived.wirejson import MAX_MESSAGE, WireError, loads_object
 
 LINK = "link-a"
 METER = "main"
@@ -175,10 +176,8 @@ async def watch(port: int, floor: Floor) -> None:
             if not isinstance(payload, (bytes, bytearray)):
                 continue
             try:
-                data = json.loads(payload)
-            except ValueError:
-                continue
-            if not isinstance(data, dict):
+                data = loads_object(payload, max_bytes=MAX_MESSAGE)
+            except WireError:
                 continue
             topic = str(message.topic)
             if "/link/" in topic:
