@@ -33,7 +33,7 @@ from progressived.sign_broker import (
 from progressived.sign_screen import redraw
 from progressived.wirejson import MAX_MESSAGE, WireError, loads_object
 
-PROBLEM_EVERY_S = 60.0  # at most one line a minute about ignored malformed messages
+PROBLEM_EVERY_S = 10.0  # at most one line every 10 s about ignored malformed messages (as --web)
 
 
 class View(Protocol):
