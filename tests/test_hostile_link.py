@@ -16,17 +16,20 @@ and a later real result is journaled.
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from progressived.broker import free_port
+from progressived.broker import Mosquitto, free_port
 from progressived.control import request
 from progressived.link.messages import Result, from_table_topic, meter_topic, to_table_topic
+from tests.conftest import ROOT
 from tests.link_harness import TableClient, until
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import (
@@ -161,3 +164,31 @@ async def test_junk_on_the_links_topics_leaves_a_table_playing(tmp_path: Path) -
         await until_table(lambda: outbox_empty(t), "the outbox drained")
         shown = status(t)["link"]["meters"]["main"]
         assert shown["cents"] == link.meter_units() // 10_000
+
+
+def link_conf() -> str:
+    """docs/link.md's broker settings for the link (``/etc/mosquitto/conf.d/link.conf``)."""
+    text = (ROOT / "docs" / "link.md").read_text()
+    found = re.search(r"```\n# /etc/mosquitto/conf.d/link.conf\n(.*?)```", text, re.DOTALL)
+    assert found, "docs/link.md has no link.conf block"
+    return found.group(1)
+
+
+async def test_the_documented_broker_setting_disconnects_an_oversized_publisher() -> None:
+    assert "max_packet_size" in link_conf()
+    topic = from_table_topic("progressive", "link-a", "sign-lobby")
+    with Mosquitto(extra_config=link_conf()) as broker:
+        async with aiomqtt.Client(broker.host, broker.port) as link:
+            await link.subscribe("progressive/link/link-a/from/+", qos=1)
+            with pytest.raises(aiomqtt.MqttError, match="Disconnected"):
+                async with aiomqtt.Client(broker.host, broker.port) as rogue:
+                    await rogue.publish(topic, b"[" * 100_000, qos=0)
+                    async for _ in rogue.messages:  # until the broker drops the connection
+                        pass
+            async with aiomqtt.Client(broker.host, broker.port) as table:
+                await table.publish(topic, b"1" * 65_536, qos=1)  # a table topic's bound
+            async with asyncio.timeout(10):
+                message = await anext(aiter(link.messages))
+            assert message.payload == b"1" * 65_536  # the first and only one delivered
+        log = (broker.workdir / "mosquitto.log").read_text()
+    assert "disconnected due to oversize packet" in log
