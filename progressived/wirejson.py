@@ -24,9 +24,11 @@ value or raises :class:`WireError` with a short machine code:
 ``not-object``
     :func:`loads_object` only: the top level is not an object.
 
-The parser is the standard library's (C) decoder: it refuses duplicate keys through its
-``object_pairs_hook``, which neither orjson nor pydantic-core's ``from_json`` (jiter) can do
-(both keep the last value); jiter also decodes ``1e400`` to ``inf``. docs/performance.md,
+The parser is the standard library's (C) decoder, with its ``object_pairs_hook`` refusing
+duplicate keys. pydantic-core's ``from_json`` (jiter), already a dependency, was measured
+as the alternative: it stops at a fixed depth of about 200, but keeps the last of two equal
+keys and reads ``1e400`` as ``inf`` even with ``allow_inf_nan=False``; orjson is not a
+dependency (and its ``loads`` had no depth limit before 3.9.15). docs/performance.md,
 "The link", has what the checks cost on the link's hot path.
 """
 
@@ -38,7 +40,7 @@ import re
 from itertools import accumulate
 from typing import Any
 
-MAX_DEPTH = 32  # nested arrays/objects; the deepest message of the product is 4
+MAX_DEPTH = 32  # nested arrays/objects: far more than anything the product sends
 MAX_INT = 2**63 - 1  # the largest integer magnitude accepted (money is bounded further)
 MAX_MESSAGE = 64 * 1024  # bytes of one message on a table's topics (docs/mqtt.md)
 CODES = ("too-large", "too-deep", "not-utf8", "not-json", "not-object")
@@ -50,14 +52,24 @@ _WORDS = {
     "not-object": "not a JSON object",
 }
 
-_OPENERS = b"[{"
-_DEPTH_STEP = [0] * 256  # +1 for an opening bracket, -1 for a closing one
-for _c in _OPENERS:
-    _DEPTH_STEP[_c] = 1
-for _c in b"]}":
-    _DEPTH_STEP[_c] = -1
+_DEPTH_STEP = [0] * 256  # +1 for an opening bracket, -1 for a closing one (as ``[]``)
+_DEPTH_STEP[ord("[")], _DEPTH_STEP[ord("]")] = 1, -1
 _NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
 _MAX_INT_DIGITS = len(str(MAX_INT)) + 1  # a sign and the digits
+
+
+def _number_shape() -> bytes:
+    """A ``bytes.translate`` table: digits to 0, an exponent's e/E to e, a sign to +, any
+    other byte to a space (where a number could leave the bounds shows as a pattern)."""
+    table = bytearray(b" " * 256)
+    for chars, shape in ((b"0123456789", "0"), (b"eE", "e"), (b"+-", "+")):
+        for c in chars:
+            table[c] = ord(shape)
+    return bytes(table)
+
+
+_NUMBER_SHAPE = _number_shape()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -91,13 +103,17 @@ def loads(payload: Payload, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> An
         raise WireError("not-utf8", f"invalid UTF-8 at byte {exc.start}") from None
     if deeper_than(raw, max_depth):
         raise WireError("too-deep", f"nested deeper than {max_depth} arrays/objects")
+    # Numbers are checked one by one (a Python call each) only where one could be out of
+    # bounds: 19 digits in a row, or a 3-digit exponent. Elsewhere the C parser's own int()
+    # and float() cannot leave the bounds, and 16 KiB of small numbers stays cheap.
+    shape = raw.translate(_NUMBER_SHAPE)
+    risky = b"0" * 19 in shape or b"e000" in shape or b"e+000" in shape
     try:
         value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
-            parse_int=_bounded_int,
-            parse_float=_finite_float,
+            **(_NUMBER_CHECKS if risky else {}),
         )
     except WireError:
         raise
@@ -119,19 +135,35 @@ def loads_object(payload: Payload, *, max_bytes: int, max_depth: int = MAX_DEPTH
 
 
 def deeper_than(raw: bytes, limit: int) -> bool:
-    """Whether arrays and objects nest more than ``limit`` deep in ``raw``, at C speed.
+    """Whether arrays and objects nest more than ``limit`` deep in ``raw``: no recursion,
+    linear in the size, at C speed (bytes methods), exact for valid JSON (the parser refuses
+    the rest: it stops at its first error, never deeper than this allowed).
 
-    No more opening brackets than ``limit`` cannot nest deeper, so a normal message costs
-    two ``bytes.count``. Otherwise the escapes are removed (``\\\\`` then ``\\"``, pairing
-    backslashes left to right as JSON does), the text between quotes (strings) dropped, and
-    the running depth of the brackets left is summed up: linear in the size, no recursion,
-    exact for valid JSON (the parser refuses the rest: it stops at its first error).
+    No more opening brackets than ``limit`` cannot nest deeper: a normal message costs two
+    ``bytes.count``. Otherwise the escapes are removed (``\\\\`` then ``\\"``, pairing
+    backslashes left to right as JSON does), the strings (between quotes) dropped, and what
+    is left reduced to its brackets, ``{}`` written as ``[]`` (only the depth matters here).
+    A run of more than ``limit`` openers is too deep at once (the 1,500-deep array); else
+    each pass removes every innermost ``[]``, one level: empty within ``limit`` passes is
+    shallow enough. A string no pass can reduce (unbalanced) is measured step by step.
     """
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(unescaped.split(b'"')[::2]).translate(None, _NOT_BRACKET)
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, outside)), default=0) > limit
+    brackets = b"".join(unescaped.split(b'"')[::2]).translate(_AS_BRACKETS, _NOT_BRACKET)
+    if b"[" * (limit + 1) in brackets:
+        return True
+    left = brackets
+    for _ in range(limit):
+        if not left:
+            return False
+        fewer = left.replace(b"[]", b"")
+        if len(fewer) == len(left):
+            break  # unbalanced: no pass can empty it
+        left = fewer
+    else:
+        return bool(left)
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -160,6 +192,9 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise WireError("not-json", f"the number {text[:40]} is too large for a float")
     return value
+
+
+_NUMBER_CHECKS: dict[str, Any] = {"parse_int": _bounded_int, "parse_float": _finite_float}
 
 
 def _no_lone_surrogate(value: object) -> None:

@@ -60,6 +60,10 @@ def code_of(payload: bytes | str, *, max_bytes: int = BIG, obj: bool = False) ->
         (str(-(2**63 - 1)).encode(), "ok"),
         (b'"\\ud800"', "not-json"),  # a lone surrogate: no character
         (b'{"\\udc00": 1}', "not-json"),
+        (b"[1e308, -1E+308, 1e-400, 123456789012345678.9e-300]", "ok"),
+        (b"[1e309]", "not-json"),
+        (b"[-1E+400]", "not-json"),
+        (b"[0.000e0001]", "ok"),
         (b'"\\ud83d\\ude00"', "ok"),  # a pair is a character
         (b'"\\\\ud800"', "ok"),  # an escaped backslash, then text
         (b'"' + b"x" * 100 + b'"', "ok"),
@@ -151,6 +155,18 @@ def test_any_bytes_give_a_value_or_a_code(raw: bytes) -> None:
         value = w.loads(raw, max_bytes=200)
         json.dumps(value, allow_nan=False).encode()  # whatever is accepted can be written out
         assert not any(isinstance(f, float) and not math.isfinite(f) for f in _leaves(value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(2**70), 2**70) | st.integers(-(2**64), 2**64), st.booleans())
+def test_an_integer_is_read_exactly_within_the_bound_and_refused_beyond(
+    n: int, in_list: bool
+) -> None:
+    raw = (f"[{n}]" if in_list else f'{{"units": {n}}}').encode()
+    if abs(n) <= w.MAX_INT:
+        assert w.loads(raw, max_bytes=BIG) == ([n] if in_list else {"units": n})
+    else:
+        assert code_of(raw) == "not-json"
 
 
 def _leaves(value: Any) -> list[Any]:
