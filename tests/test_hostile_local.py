@@ -118,10 +118,10 @@ async def test_the_client_refuses_a_hostile_answer_in_one_line(tmp_path: Path) -
         assert words in one_line(done)
 
 
-async def publish(port: int, *messages: tuple[str, bytes]) -> None:
+async def publish(port: int, *messages: tuple[str, bytes], retain: bool = False) -> None:
     async with aiomqtt.Client("127.0.0.1", port) as client:
         for topic, payload in messages:
-            await client.publish(topic, payload, qos=1)
+            await client.publish(topic, payload, qos=1, retain=retain)
 
 
 def meter(cents: int, seq: int) -> bytes:
@@ -203,8 +203,9 @@ async def wait_shown(sign: WebSign, cents: int) -> None:
 async def test_junk_does_not_end_the_web_sign(mosquitto: Mosquitto, tmp_path: Path) -> None:
     sign = await WebSign(mosquitto.port, tmp_path).start()
     try:
-        await publish(mosquitto.port, (METER_TOPIC, meter(100_045, 5)))
-        await wait_shown(sign, 100_045)
+        # Retained, as a controller's meter is: the sign may subscribe after it is sent.
+        await publish(mosquitto.port, (METER_TOPIC, meter(100_045, 5)), retain=True)
+        await wait_shown(sign, 100_045)  # subscribed: what follows reaches it
         await publish(mosquitto.port, *junk_messages(), (METER_TOPIC, meter(100_077, 6)))
         await wait_shown(sign, 100_077)
         assert sign.proc is not None and sign.proc.poll() is None
