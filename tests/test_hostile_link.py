@@ -174,6 +174,14 @@ def link_conf() -> str:
     return found.group(1)
 
 
+async def publish_and_read_on(broker: Mosquitto, topic: str, payload: bytes) -> None:
+    """Publish, then read until the broker drops the connection (MqttError)."""
+    async with aiomqtt.Client(broker.host, broker.port) as rogue:
+        await rogue.publish(topic, payload, qos=0)
+        async for _ in rogue.messages:
+            pass
+
+
 async def test_the_documented_broker_setting_disconnects_an_oversized_publisher() -> None:
     assert "max_packet_size" in link_conf()
     topic = from_table_topic("progressive", "link-a", "sign-lobby")
@@ -181,10 +189,7 @@ async def test_the_documented_broker_setting_disconnects_an_oversized_publisher(
         async with aiomqtt.Client(broker.host, broker.port) as link:
             await link.subscribe("progressive/link/link-a/from/+", qos=1)
             with pytest.raises(aiomqtt.MqttError, match="Disconnected"):
-                async with aiomqtt.Client(broker.host, broker.port) as rogue:
-                    await rogue.publish(topic, b"[" * 100_000, qos=0)
-                    async for _ in rogue.messages:  # until the broker drops the connection
-                        pass
+                await publish_and_read_on(broker, topic, b"[" * 100_000)
             async with aiomqtt.Client(broker.host, broker.port) as table:
                 await table.publish(topic, b"1" * 65_536, qos=1)  # a table topic's bound
             async with asyncio.timeout(10):
