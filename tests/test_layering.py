@@ -23,6 +23,7 @@ PURE = [
     "progressived/core/params.py",
     "progressived/core/paytable.py",
     "progressived/board/keypad.py",
+    "progressived/core/wirejson.py",
 ]
 IO_MODULES = {
     "asyncio",

@@ -192,6 +192,7 @@ LINK_METRICS = (
     "progressive_link_outbox_depth",
     "progressive_link_outbox_oldest_seconds",
     "progressive_link_resends_total",
+    "progressive_link_unreadable_total",
 )
 """A linked table's view of its link (labels ``table``, ``link``; docs/operations.md)."""
 
@@ -224,6 +225,14 @@ def _link_families(table: str, link: LinkStatus) -> Iterator[Any]:
     )
     resends.add_metric(labels, link.resends)
     yield resends
+    unreadable = CounterMetricFamily(
+        "progressive_link_unreadable",
+        "Messages on the link's topics ignored as unreadable, by refusal code (since start).",
+        labels=["table", "link", "code"],
+    )
+    for code, count in link.unreadable:
+        unreadable.add_metric([*labels, code], count)
+    yield unreadable
 
 
 class MetricsSource(Protocol):

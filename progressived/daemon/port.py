@@ -43,7 +43,8 @@ class LinkStatus:
     ``up``: heartbeats arriving; ``since``: when ``up`` last changed (UTC; the daemon's
     start until the first change). ``outbox_depth``: messages awaiting the link's final
     result; ``outbox_oldest_s``: the age of the oldest (from its ``at``), None when empty.
-    ``closed``: the linked meters are closed at this table (``link-down``).
+    ``closed``: the linked meters are closed at this table (``link-down``). ``unreadable``:
+    messages on the link's topics the table could not read, per refusal code (since start).
     """
 
     link_id: str
@@ -57,6 +58,7 @@ class LinkStatus:
     resends: int
     meters: tuple[LinkedMeterView, ...]
     closed: bool
+    unreadable: tuple[tuple[str, int], ...] = ()  # (code, count): link messages ignored
 
 
 @dataclass(frozen=True, slots=True)
