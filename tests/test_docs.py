@@ -12,7 +12,9 @@
 * the example payloads of docs/mqtt.md satisfy the doc's own JSON Schemas, and every kind
   the ledger journals is either published (the schema's enum; tests/test_mqtt_schema.py
   checks every published payload against it) or listed as not published;
-* docs/protocol.md's frame sizes are the codec's constants;
+* docs/protocol.md's frame sizes are the codec's constants, and the bounds the docs give
+  for bytes from outside (link.md, mqtt.md, operations.md, simulate.md) are the decoders'
+  constants, with every refusal code the decoders can give;
 * the module paths docs/architecture.md names exist (except where it says *(target)*), and
   README.md links every doc.
 
@@ -462,6 +464,95 @@ def test_protocol_md_frame_sizes_are_the_codecs() -> None:
     lights = p.Lights((p.LightCode.IDLE,) * p.MAX_SEATS).encode()
     key = p.Key(1, "K" * p.MAX_CODE_LEN).encode()
     assert len(error) > max(len(hello), len(lights), len(key))
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _codes_raised(path: Path, exception: str) -> set[str]:
+    """The literal codes ``exception(code, ...)`` is raised with in a module (every string
+    in its first argument: ``MessageError(_WIRE_CODES.get(c, "bad-json"), ...)`` too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == exception:
+            for part in ast.walk(node.args[0]) if node.args else ():
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    found.add(part.value)
+    return found
+
+
+def link_decoder_codes() -> set[str]:
+    """Every code the link's decoder refuses with (its own and the wire decoder's, mapped)."""
+    from progressived.link.core import messages
+    given = _codes_raised(ROOT / "progressived" / "link" / "core" / "messages.py", "MessageError")
+    return given | set(messages._WIRE_CODES.values())
+
+
+def bound_problems(docs: dict[str, str]) -> list[str]:
+    """Where the docs' bounds on outside bytes are not the code's (empty when they agree)."""
+    from progressived.core import wirejson
+    from progressived.engine import simulate
+    from progressived.link.core import messages
+    from progressived.runtime import control
+    wanted = {
+        "link.md": [
+            f"at most **{_n(messages.MAX_PAYLOAD)} bytes**",
+            f"at most **{wirejson.MAX_DEPTH}** deep",
+            _n(wirejson.MAX_INT),
+            f"at most {messages.MAX_REASON} characters",
+        ],
+        "mqtt.md": [f"**{_n(wirejson.MAX_MESSAGE)} bytes**", f"**{wirejson.MAX_DEPTH}** deep"],
+        "operations.md": [
+            f"at most **{_n(control.MAX_REQUEST)} bytes**",
+            f"within\n**{control.REQUEST_TIMEOUT_S:g} s**",
+            f"at most {control.MAX_ANSWER // 2**20} MiB",
+        ],
+        "simulate.md": [
+            f"**{_n(simulate.MAX_SCRIPT_BYTES)} bytes**",
+            f"**{_n(simulate.MAX_LINE)} characters**",
+        ],
+    }
+    out = [f"{doc}: no {text!r}" for doc, texts in wanted.items() for text in texts
+           if text not in docs[doc]]  # fmt: skip
+    # Every code the link's decoder gives is in the first row of docs/link.md's refusal codes.
+    link = docs["link.md"]
+    section = link[link.index("### Refusal codes") :]
+    row = section[section.index("\n| `bad-json`") :].split("\n")[1]
+    given = link_decoder_codes()
+    out += [f"link.md: refusal code {c} missing" for c in sorted(given) if f"`{c}`" not in row]
+    # Every code the control socket answers has a row in docs/operations.md.
+    ops = docs["operations.md"]
+    table = ops[ops.index("**Limits and error answers.**") :].split("\n\n")[2]
+    answered = {*wirejson.CODES, *_codes_raised(ROOT / "progressived" / "runtime" / "control.py", "WireError")}
+    answered.discard("no-answer")  # the client's, not an answer
+    out += [f"operations.md: code {c} missing" for c in sorted(answered)
+            if f"| `{c}` |" not in table]  # fmt: skip
+    # The link broker's packet bound leaves room for a table topic's largest message.
+    size = re.search(r"max_packet_size (\d+)", link)
+    if size is None or int(size.group(1)) < wirejson.MAX_MESSAGE + 1024:
+        out.append("link.md: max_packet_size below a table topic's message and its topic")
+    return out
+
+
+def test_the_bounds_on_outside_bytes_are_the_decoders() -> None:
+    docs = {n: (ROOT / "docs" / n).read_text() for n in ("link.md", "mqtt.md", "operations.md",
+                                                         "simulate.md")}  # fmt: skip
+    assert given_codes_are_not_vacuous()
+    assert bound_problems(docs) == []
+    # drift: a changed number, a dropped code row, a smaller packet size are caught
+    drifted = dict(docs, **{"simulate.md": docs["simulate.md"].replace("1,000 characters", "999")})
+    assert bound_problems(drifted) == ["simulate.md: no '**1,000 characters**'"]
+    drifted = dict(docs, **{"operations.md": docs["operations.md"].replace("| `timeout` |", "|")})
+    assert bound_problems(drifted) == ["operations.md: code timeout missing"]
+    row = "`too-large`, `too-deep` |"
+    drifted = dict(docs, **{"link.md": docs["link.md"].replace(row, "`too-large` |")})
+    assert bound_problems(drifted) == ["link.md: refusal code too-deep missing"]
+
+
+def given_codes_are_not_vacuous() -> bool:
+    codes = {"bad-json", "bad-field", "bad-type", "out-of-range", "too-large", "too-deep"}
+    return link_decoder_codes() == codes
 
 
 # --------------------------------------------------------------------------- architecture.md

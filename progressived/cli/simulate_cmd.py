@@ -24,7 +24,15 @@ from progressived.core.params import (
     sub_cent,
     validate,
 )
-from progressived.engine.simulate import SCRIPT_HELP, Simulation, render_text
+from progressived.core.wirejson import loads_object
+from progressived.engine.simulate import (
+    MAX_SCRIPT_BYTES,
+    SCRIPT_HELP,
+    ScriptError,
+    Simulation,
+    read_script,
+    render_text,
+)
 from progressived.ledger import Ledger, LedgerError, LedgerMismatch
 from progressived.ledger.sink import LedgerSink
 from progressived.ledger.store import connect_readonly
@@ -115,7 +123,7 @@ def ledger_identity(path: Path) -> tuple[str, str]:
             "SELECT kind, data FROM journal WHERE kind IN ('ledger_created', "
             "'parameter_changed') ORDER BY seq"
         ):
-            detail = json.loads(data)
+            detail = loads_object(data, max_bytes=MAX_SCRIPT_BYTES)  # any file may be given
             if kind == "ledger_created":
                 paytable = str(detail.get("paytable", ""))
             elif isinstance(change := detail.get("changes", {}).get("paytable"), dict):
@@ -196,8 +204,12 @@ def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) ->
 def run(args: argparse.Namespace) -> int:
     try:
         params = _params(args)
-        text = sys.stdin.read() if str(args.script) == "-" else args.script.read_text()
-    except (ConfigError, PaytableError, ParamsError, MoneyError) as exc:
+        if str(args.script) == "-":
+            text = read_script(sys.stdin.buffer)
+        else:
+            with args.script.open("rb") as stream:
+                text = read_script(stream)
+    except (ConfigError, PaytableError, ParamsError, MoneyError, ScriptError) as exc:
         print(f"progressivectl simulate: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

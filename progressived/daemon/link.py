@@ -53,6 +53,7 @@ from progressived.mqtt.config import NO_DELAY
 
 log = structlog.get_logger("progressived")
 
+UNREADABLE_LOG_EVERY_S = 60.0  # one line per unreadable message code and minute
 _PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
 _OLDEST = "SELECT count(*), (SELECT payload FROM link_outbox ORDER BY seq LIMIT 1) FROM link_outbox"
 
@@ -93,6 +94,8 @@ class LinkClient:
         self.resends = 0
         self.refused_code = ""  # the last non-final refusal's code ("" when none)
         self.refusals = RefusalLog(link.id, self.at_link)  # error lines, the link's words
+        self.unreadable: dict[str, int] = {}  # messages on the link's topics ignored, by code
+        self._unreadable_said: dict[str, float] = {}
         self._wake = asyncio.Event()
         self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
 
@@ -157,6 +160,7 @@ class LinkClient:
             closed=bool(link_closures(closed)),
             refused=code,
             refused_reason=self.refusals.reasons.get(code, "") if code is not None else "",
+            unreadable=tuple(sorted(self.unreadable.items())),
         )
 
     # ------------------------------------------------------------- run
@@ -267,7 +271,7 @@ class LinkClient:
         try:
             message = lm.decode_link(payload)
         except lm.MessageError as exc:
-            log.warning("link: unreadable message ignored", topic=topic, code=exc.code)
+            self._ignore_unreadable(topic, exc)
             return
         if topic in self.meter_topics:
             if isinstance(message, lm.LinkedMeter):
@@ -284,6 +288,22 @@ class LinkClient:
             await self._result(message)
         elif isinstance(message, lm.AwardUpdate):
             log.info("link: award update", claim=message.award.claim, units=message.award.units)
+
+    def _ignore_unreadable(self, topic: str, exc: lm.MessageError) -> None:
+        """A message on the link's topics that is not the protocol's (too large, too deep,
+        not JSON, a bad field, ...): counted by code, logged at most once a minute per code,
+        and nothing else happens (docs/link.md, "Table side")."""
+        count = self.unreadable[exc.code] = self.unreadable.get(exc.code, 0) + 1
+        now = time.monotonic()
+        if now - self._unreadable_said.get(exc.code, float("-inf")) >= UNREADABLE_LOG_EVERY_S:
+            self._unreadable_said[exc.code] = now
+            log.warning(
+                "link: unreadable message ignored",
+                topic=topic,
+                code=exc.code,
+                reason=exc.reason,
+                count=count,
+            )
 
     def _meter(self, meter_id: str, meter: lm.LinkedMeter) -> None:
         """The link's meter ``meter`` arrived on the topic of the table's ``meter_id``."""

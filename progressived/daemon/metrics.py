@@ -191,6 +191,7 @@ LINK_METRICS = (
     "progressive_link_outbox_oldest_seconds",
     "progressive_link_resends_total",
     "progressive_link_refused",
+    "progressive_link_unreadable_total",
 )
 """A linked table's view of its link (labels ``table``, ``link``; docs/operations.md)."""
 
@@ -237,6 +238,14 @@ def _link_families(table: str, link: LinkStatus) -> Iterator[Any]:
     )
     refused.add_metric(labels, int(link.refused is not None))
     yield refused
+    unreadable = CounterMetricFamily(
+        "progressive_link_unreadable",
+        "Messages on the link's topics ignored as unreadable, by refusal code (since start).",
+        labels=["table", "link", "code"],
+    )
+    for code, count in link.unreadable:
+        unreadable.add_metric([*labels, code], count)
+    yield unreadable
 
 
 class MetricsSource(Protocol):

@@ -49,6 +49,8 @@ class LinkStatus:
     resending cannot cure). ``refused``: that refusal's code (``None`` when the link has
     not refused this table so), ``refused_reason`` the link's words for it (when this run
     received them).
+    ``unreadable``: messages on the link's topics the table could not read, per refusal
+    code (since start).
     """
 
     link_id: str
@@ -64,6 +66,7 @@ class LinkStatus:
     closed: bool
     refused: str | None = None
     refused_reason: str = ""
+    unreadable: tuple[tuple[str, int], ...] = ()  # (code, count): link messages ignored
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 import aiomqtt
 
 from progressived.core.money import UNITS_PER_CENT
+from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.demo.broker import AmqttBroker, start_broker
 from progressived.testing.board import PtyBoard, simulator
 from progressived.testing.broker import Mosquitto, free_port
@@ -176,10 +177,8 @@ async def watch(port: int, floor: Floor) -> None:
             if not isinstance(payload, (bytes, bytearray)):
                 continue
             try:
-                data = json.loads(payload)
-            except ValueError:
-                continue
-            if not isinstance(data, dict):
+                data = loads_object(payload, max_bytes=MAX_MESSAGE)
+            except WireError:
                 continue
             topic = str(message.topic)
             if "/link/" in topic:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import queue
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from typing import Any
 
 import aiomqtt
 
+from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.demo.console import daemon_problem, narrate, tee_lines
 from progressived.demo.script import ROUNDS, await_reconciled, forward_typing, play_script
 from progressived.signs.screen import Screen
@@ -97,9 +97,8 @@ async def _watch(
             topic = str(message.topic)
             event: dict[str, Any] | None = None
             if topic.endswith("/event"):
-                with contextlib.suppress(ValueError):
-                    loaded = json.loads(payload)
-                    event = loaded if isinstance(loaded, dict) else None
+                with contextlib.suppress(WireError):  # the sign says why (docs/mqtt.md)
+                    event = loads_object(payload, max_bytes=MAX_MESSAGE)
             if event is not None:
                 if any(e.get("seq") == event.get("seq") for e in events[-50:]):
                     continue  # the same event delivered again after a reconnect

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from progressived.core.money import UNITS_PER_CENT, cents, display
 from progressived.core.params import TableParams
@@ -45,8 +45,25 @@ void              VOID (misdeal, supervisor): cancel the round
 # ...             a comment"""
 
 
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024  # a script (file or standard input): about 5 million lines
+MAX_LINE = 1000  # characters of one script line; a longer line is rejected, the run goes on
+
+
 class ScriptError(ValueError):
-    """A script line that is not a command."""
+    """A script line that is not a command, or a script that cannot be read at all."""
+
+
+def read_script(stream: BinaryIO) -> str:
+    """The whole script from ``stream``: at most MAX_SCRIPT_BYTES of UTF-8, or
+    :class:`ScriptError` saying why not (read no further than the bound)."""
+    data = stream.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"the script is over {MAX_SCRIPT_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ScriptError(f"the script is not UTF-8 text (line {line}, byte {exc.start})") from None
 
 
 def parse_line(
@@ -57,6 +74,8 @@ def parse_line(
     ``unbet`` of a seat the table does not have is refused like ``bet`` of it: the board
     reports the full sensor set, so without this check the seat would silently vanish.
     """
+    if len(line) > MAX_LINE:
+        raise ScriptError(f"a line of {len(line):,} characters (at most {MAX_LINE})")
     text = line.split("#", 1)[0].strip()
     if not text:
         return None
@@ -189,7 +208,7 @@ class Simulation:
             try:
                 command = parse_line(line, self.state.sensed, self.clock(), self.params)
             except ScriptError as exc:
-                self.rejected.append({"line": number, "text": line.strip(), "reason": str(exc)})
+                self.rejected.append({"line": number, "text": _quoted(line), "reason": str(exc)})
                 continue
             if command is None:
                 continue
@@ -239,6 +258,12 @@ class Simulation:
             },
             "events": self.events,
         }
+
+
+def _quoted(line: str) -> str:
+    """A rejected line as the report quotes it: an over-long one is cut (it is not a command)."""
+    text = line.strip()
+    return text if len(text) <= MAX_LINE else text[:80] + "..."
 
 
 def render_text(report: dict[str, Any]) -> str:

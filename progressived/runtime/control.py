@@ -20,6 +20,7 @@ import os
 import pwd
 import socket
 import struct
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +28,15 @@ from typing import Any
 
 import structlog
 
+from progressived.core.wirejson import WireError, loads_object
 from progressived.runtime.listen import ListenError, claim_unix_socket, release_unix_socket
 
 log = structlog.get_logger("progressived.control")
 
-MAX_REQUEST = 64 * 1024
+MAX_REQUEST = 64 * 1024  # bytes of one request line
+MAX_ANSWER = 4 * 1024 * 1024  # bytes of one answer, read by the client
+REQUEST_TIMEOUT_S = 10.0  # a client has this long to send its whole line
+REFUSED_LOG_EVERY_S = 60.0  # one log line per refusal code and minute
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
         self._identity: tuple[int, int] | None = None
+        self._refused_said: dict[str, float] = {}
 
     async def start(self) -> None:
         """Claim the socket (unless :meth:`claim` did) and answer on it."""
@@ -174,12 +180,12 @@ class ControlServer:
                 await _reply(writer, {"ok": False, "error": f"permission denied: {why}"})
                 return
             try:
-                line = await asyncio.wait_for(reader.readline(), timeout=10)
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("a request is a JSON object")
-            except (ValueError, asyncio.LimitOverrunError, TimeoutError) as exc:
-                await _reply(writer, {"ok": False, "error": f"bad request: {exc}"})
+                request = await read_request(reader)
+            except WireError as exc:
+                self._refuse_request(peer, exc)
+                await _reply(
+                    writer, {"ok": False, "code": exc.code, "error": f"bad request: {exc.reason}"}
+                )
                 return
             try:
                 response = await self.handler(request, peer)
@@ -191,6 +197,31 @@ class ControlServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _refuse_request(self, peer: Peer, exc: WireError) -> None:
+        """One log line per refusal code a minute (a broken or hostile client may repeat)."""
+        now = time.monotonic()
+        if now - self._refused_said.get(exc.code, float("-inf")) >= REFUSED_LOG_EVERY_S:
+            self._refused_said[exc.code] = now
+            why = {"code": exc.code, "reason": exc.reason}
+            log.warning("control request refused", pid=peer.pid, uid=peer.uid, **why)
+
+
+async def read_request(reader: asyncio.StreamReader) -> dict[str, Any]:
+    """One request: a line of at most MAX_REQUEST bytes within REQUEST_TIMEOUT_S, a JSON
+    object (:mod:`progressived.core.wirejson`), or :class:`WireError` (``timeout`` too)."""
+    try:
+        line = await asyncio.wait_for(reader.readline(), timeout=REQUEST_TIMEOUT_S)
+    except TimeoutError:
+        raise WireError("timeout", f"no whole line within {REQUEST_TIMEOUT_S:g} s") from None
+    except ValueError:  # the line is longer than the stream's limit (MAX_REQUEST)
+        raise WireError("too-large", f"a line over {MAX_REQUEST} bytes") from None
+    return loads_object(line, max_bytes=MAX_REQUEST)
+
+
+def read_answer(data: bytes) -> dict[str, Any]:
+    """The daemon's answer (client side): also bounded, and a JSON object."""
+    return loads_object(data, max_bytes=MAX_ANSWER)
 
 
 async def _reply(writer: asyncio.StreamWriter, payload: Mapping[str, Any]) -> None:
@@ -205,13 +236,15 @@ def request(path: Path, payload: Mapping[str, Any], timeout: float = 30.0) -> di
         sock.settimeout(timeout)
         sock.connect(str(path))
         sock.sendall(json.dumps(payload).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
+        data = bytearray()
+        while not data.endswith(b"\n") and len(data) <= MAX_ANSWER:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             data += chunk
-    result = json.loads(data or b"{}")
-    if not isinstance(result, dict):
-        raise ValueError("the daemon's answer is not a JSON object")
-    return result
+    if not data:
+        raise WireError("no-answer", "the daemon closed the connection without an answer")
+    try:
+        return read_answer(bytes(data))
+    except WireError as exc:
+        raise WireError(exc.code, f"the daemon's answer: {exc.reason}") from None

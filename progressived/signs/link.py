@@ -9,12 +9,13 @@ an older pair than one it showed (a repeat or a late delivery changes nothing). 
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from progressived.core.money import UNITS_PER_CENT
+from progressived.core.wirejson import WireError, loads_object
+from progressived.link.core.messages import MAX_PAYLOAD
 from progressived.signs.terminal import big, dollars
 
 BANNER_S = 30.0
@@ -22,6 +23,17 @@ BANNER_S = 30.0
 
 def link_meter_topic(prefix: str, link: str, meter: str) -> str:
     return f"{prefix}/link/{link}/meter/{meter}"
+
+
+def _is_hit(hit: object) -> bool:
+    """A ``hit`` a sign can announce (docs/link.md, ``meter``): never filled in with defaults."""
+    return (
+        isinstance(hit, dict)
+        and isinstance(hit.get("table"), str)
+        and isinstance(hit.get("hand"), str)
+        and type(hit.get("seat")) is int
+        and type(hit.get("units")) is int
+    )
 
 
 @dataclass
@@ -40,6 +52,7 @@ class LinkSignView:
     banner_until: float = 0.0
     waiting_for: str = ""
     tables: dict[str, str] = field(default_factory=dict)
+    problem: str = ""  # why the last message was ignored as malformed ("" if it was not)
 
     @property
     def meter_topic(self) -> str:
@@ -51,25 +64,32 @@ class LinkSignView:
     def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
         now = time.monotonic() if now is None else now
+        self.problem = ""
         if topic != self.meter_topic:
             return False
         try:
-            data = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
+            data = loads_object(payload, max_bytes=MAX_PAYLOAD)
+        except WireError as exc:  # too large, too deep, not UTF-8, not a JSON object
+            self.problem = exc.words
             return False
-        if not isinstance(data, dict) or data.get("link") != self.link_id:
+        if data.get("link") != self.link_id:
+            self.problem = "not this link's meter"
             return False
         units, epoch, lseq = data.get("units"), data.get("epoch"), data.get("lseq")
         if type(units) is not int or type(epoch) is not int or type(lseq) is not int:
+            self.problem = "a linked meter needs integer units, epoch and lseq"
+            return False
+        hit = data.get("hit")
+        if hit is not None and not _is_hit(hit):
+            self.problem = "a hit needs a table, an integer seat, a hand and integer units"
             return False
         if (epoch, lseq) <= self.order:
             return False  # older than, or the same as, the value shown
         self.order, self.state = (epoch, lseq), "open"
         self.display = dollars(units // UNITS_PER_CENT)
-        hit = data.get("hit")
         if isinstance(hit, dict) and hit != self.last_hit:
             if self.heard:  # a sign just started does not announce an old hit
-                amount = dollars(int(hit.get("units", 0)) // UNITS_PER_CENT)
+                amount = dollars(hit["units"] // UNITS_PER_CENT)
                 self.banner = (
                     f"*** WINNER: table {hit.get('table')} seat {hit.get('seat')} "
                     f"{hit.get('hand')} {amount} ***"

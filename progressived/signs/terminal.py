@@ -9,14 +9,14 @@ restarts its ``seq`` expectation (docs/mqtt.md).
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
 import aiomqtt
 
+from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.mqtt.payloads import (
     WAITING_FOR_LINK,
     event_problem,
@@ -34,6 +34,8 @@ from progressived.signs.broker import (
 )
 from progressived.signs.screen import redraw
 
+PROBLEM_EVERY_S = 10.0  # at most one line every 10 s about ignored malformed messages (as --web)
+
 
 class View(Protocol):
     """What :func:`run_sign` draws: a table's meter (:class:`SignView`) or a linked one
@@ -42,6 +44,7 @@ class View(Protocol):
     state: str
     waiting_for: str
     tables: dict[str, str]
+    problem: str  # why the last message was ignored as malformed ("" if it was not)
 
     @property
     def meter_topic(self) -> str: ...
@@ -114,6 +117,7 @@ class SignView:
     boot: str = ""  # the controller run whose meter seqs this view follows
     waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
     closed: tuple[str, ...] = ()  # why the meter is closed (its ``closed``), shown with CLOSED
+    problem: str = ""  # why the last message was ignored as malformed ("" if it was not)
 
     @property
     def meter_topic(self) -> str:
@@ -130,15 +134,16 @@ class SignView:
     def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
         now = time.monotonic() if now is None else now
+        self.problem = ""
         try:
-            data: dict[str, Any] = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
-            return False
-        if not isinstance(data, dict):
+            data = loads_object(payload, max_bytes=MAX_MESSAGE)
+        except WireError as exc:  # too large, too deep, not UTF-8, not a JSON object
+            self.problem = exc.words
             return False
         parts = topic.split("/")
         if topic == self.meter_topic:
-            if meter_problem(data, self.table_id, self.meter_id):
+            if problem := meter_problem(data, self.table_id, self.meter_id):
+                self.problem = problem
                 return False  # malformed (docs/mqtt.md): the last good value stays
             if data["seq"] < self.seq:
                 return False  # an older value delivered late
@@ -158,7 +163,8 @@ class SignView:
                 self.seq = -1
             return True
         if topic == event_topic(self.prefix, self.table_id):
-            if event_problem(data, self.table_id):
+            if problem := event_problem(data, self.table_id):
+                self.problem = problem
                 return False  # malformed (docs/mqtt.md): changes nothing
             key = (self.table_id, int(data["seq"]))
             if key in self.seen_events:
@@ -229,6 +235,25 @@ class SignView:
         return f"{self.meter_id} {self.display} {status}{banner}"
 
 
+class _Ignored:
+    """Says that malformed messages were ignored: one line on ``err`` at most every
+    PROBLEM_EVERY_S, with how many more there were (a broken publisher can send many)."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.count = 0
+        self.said = float("-inf")
+
+    def say(self, topic: str, why: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.said >= PROBLEM_EVERY_S:
+            more = f" ({self.count - 1} more since the last line)" if self.count > 1 else ""
+            self.err.write(f"sign: ignored a malformed message on {topic}: {why}{more}\n")
+            self.err.flush()
+            self.said, self.count = now, 0
+
+
 def _refused(granted: object) -> bool:
     """Whether a SUBACK refused the subscription (0x80, or an MQTT 5 failure code)."""
     codes = granted if isinstance(granted, (list, tuple)) else [granted]
@@ -264,6 +289,7 @@ async def run_sign(
     topics = view.topics()
     updates = 0
     unreachable = ""
+    ignored = _Ignored(err)
 
     def notice(line: str) -> None:
         err.write(f"sign: {line}\n")
@@ -292,6 +318,8 @@ async def run_sign(
                     if not isinstance(payload, (bytes, bytearray)):
                         continue
                     if not view.apply(str(message.topic), bytes(payload)):
+                        if view.problem:
+                            ignored.say(str(message.topic), view.problem)
                         continue
                     updates += 1
                     draw()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiomqtt
+
+from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 
 Payload = dict[str, Any]
 Check = Callable[[str, Payload], list[str]]  # topic, payload -> what is wrong with it
@@ -24,7 +25,9 @@ class Subscriber:
     restarted broker delivers what it queued), reconnecting until stopped.
 
     ``messages`` holds (topic, payload, retained) and ``arrivals`` the ``perf_counter`` at
-    which each arrived; ``check`` (e.g. a schema check) adds its findings to ``problems``.
+    which each arrived; ``check`` (e.g. a schema check) adds its findings to ``problems``,
+    and so does a message no sign could read (``unreadable``: too large, too deep, not a
+    JSON object).
     """
 
     host: str
@@ -35,6 +38,7 @@ class Subscriber:
     messages: list[tuple[str, Payload, bool]] = field(default_factory=list)
     arrivals: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (topic, refusal code)
     task: asyncio.Task[None] | None = None
     waiters: list[tuple[Match, asyncio.Future[float]]] = field(default_factory=list)
 
@@ -50,6 +54,17 @@ class Subscriber:
                 fut.set_result(now)
                 self.waiters.remove(pair)
 
+    def _take(self, topic: str, payload: bytes | bytearray, retained: bool) -> None:
+        """Decode as a sign must (bounded: docs/mqtt.md): what no sign can read is recorded
+        in ``unreadable`` and, as every publisher must respect the bound, in ``problems``."""
+        try:
+            data = loads_object(payload, max_bytes=MAX_MESSAGE)
+        except WireError as exc:
+            self.unreadable.append((topic, exc.code))
+            self.problems.append(f"{topic}: unreadable ({exc})")
+            return
+        self._received(topic, data, retained)
+
     async def _run(self) -> None:
         while True:
             try:
@@ -60,8 +75,7 @@ class Subscriber:
                     async for message in client.messages:
                         payload = message.payload
                         if isinstance(payload, (bytes, bytearray)):
-                            data = json.loads(payload)
-                            self._received(str(message.topic), data, bool(message.retain))
+                            self._take(str(message.topic), payload, bool(message.retain))
             except aiomqtt.MqttError:
                 await asyncio.sleep(0.1)
 

@@ -26,6 +26,7 @@ from progressived.engine import accounts
 from progressived.link.core import effects
 from progressived.link.core import params as lp
 from progressived.link.core.messages import (
+    MAX_REASON,
     Award,
     AwardUpdate,
     Claim,
@@ -226,6 +227,7 @@ def _refuse(
     reason: str,
     head: Head,
 ) -> Step:
+    reason = reason[:MAX_REASON]  # a result's reason is bounded (docs/link.md's schema)
     event = Refused(table=table or "", seq=seq, code=code, reason=reason)
     if table is None:
         return Step(state, (event,), ())

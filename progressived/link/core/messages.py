@@ -6,9 +6,10 @@ So every table message carries its table id, a gapless per-table sequence number
 the table's ledger records for it, and the table ledger's head (seq, hash) for the link to
 witness; every link message carries the link ledger's head for the table to witness.
 
-Decoding is strict: unknown or missing keys, wrong types (a bool is not an int), values out
-of range, duplicate keys and oversized payloads are refused with a :class:`MessageError`
-naming the problem. Nothing here does I/O; docs/link.md is the contract.
+Decoding is strict: bytes are read by :mod:`progressived.core.wirejson` (bounded in size and
+depth, UTF-8, no duplicate keys, no NaN), then unknown or missing keys, wrong types (a bool
+is not an int) and values out of range are refused with a :class:`MessageError` naming the
+problem. Nothing here does I/O; docs/link.md is the contract.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from dataclasses import dataclass, fields
 from json.encoder import encode_basestring_ascii as _q
 from typing import Any, ClassVar
 
+from progressived.core.wirejson import WireError, loads_object
+
 MAX_PAYLOAD = 16 * 1024  # bytes; the largest valid message is far below this
 MAX_SEQ = 2**53 - 1  # JSON-safe integers only
 MAX_UNITS = 10**15  # one billion dollars in units: more is a bad payload, not a wager
 MAX_COUNT = 1000  # wagers of one table on one meter in one LOCK
+MAX_REASON = 500  # characters of a result's reason
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 HASH_PATTERN = r"^[0-9a-f]{64}$"
 _ID = re.compile(ID_PATTERN)
@@ -294,32 +298,16 @@ def _result_bytes(r: Result) -> bytes:
     ).encode()
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise MessageError("bad-json", f"duplicate key {key!r}")
-        out[key] = value
-    return out
+# The wire decoder's codes as this protocol has always named them (docs/link.md, "Refusal
+# codes"): a payload that is not a JSON object is ``bad-json``, whatever the reason.
+_WIRE_CODES = {"too-large": "too-large", "too-deep": "too-deep"}
 
 
 def _parse(payload: bytes | str) -> dict[str, Any]:
-    raw = payload.encode() if isinstance(payload, str) else payload
-    if len(raw) > MAX_PAYLOAD:
-        raise MessageError("too-large", f"payload of {len(raw)} bytes (at most {MAX_PAYLOAD})")
     try:
-        data = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except MessageError:
-        raise
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MessageError("bad-json", f"not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise MessageError("bad-json", "a message is a JSON object")
-    return data
-
-
-def _no_constant(name: str) -> object:
-    raise MessageError("bad-json", f"{name} is not a JSON number")
+        return loads_object(payload, max_bytes=MAX_PAYLOAD)
+    except WireError as exc:
+        raise MessageError(_WIRE_CODES.get(exc.code, "bad-json"), exc.reason) from None
 
 
 def decode_table(payload: bytes | str) -> TableMessage:
@@ -341,7 +329,7 @@ def decode_link(payload: bytes | str) -> LinkMessage:
 def _build(data: dict[str, Any], types: Mapping[str, type[Any]]) -> object:
     kind = data.pop("type", None)
     if not isinstance(kind, str) or kind not in types:
-        raise MessageError("bad-type", f"unknown message type {kind!r}")
+        raise MessageError("bad-type", f"unknown message type {_brief(kind)}")
     return _object(types[kind], data, kind)
 
 
@@ -382,11 +370,18 @@ def _field(name: str, value: object, path: str) -> object:
 def _integer(low: int, high: int) -> Callable[[object, str], None]:
     def check(value: object, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise MessageError("bad-field", f"{path}: expected an integer, got {value!r}")
+            raise MessageError("bad-field", f"{path}: expected an integer, got {_brief(value)}")
         if not low <= value <= high:
             raise MessageError("out-of-range", f"{path}: {value} is not in {low}..{high}")
 
     return check
+
+
+def _brief(value: object) -> str:
+    """A value as a refusal's reason quotes it: at most 40 characters (a reason is at most
+    MAX_REASON, and the value came from outside)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _identifier(value: object, path: str) -> None:
@@ -429,7 +424,7 @@ _CHECKS: dict[str, Callable[[object, str], None]] = {
     "share_of": _integer(1, 64),
     "hash": _hash,
     "at": _text(40),
-    "reason": _text(500),
+    "reason": _text(MAX_REASON),
     "code": _text(40),
     "status": _one_of(*STATUSES),
     "state": _one_of("pending", "paid", "rejected"),

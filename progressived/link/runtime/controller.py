@@ -97,6 +97,7 @@ class LinkController:
             ("applied", "refused", "resend", "duplicate"), 0
         )
         self.batches = 0
+        self.unreadable: dict[str, int] = {}  # payloads the decoder refused (seq 0), by code
         self.heard: dict[str, float] = {}
         self.refusal_log = RateLimitedLog()
         self._shown: dict[str, tuple[int, int, object]] = {}
@@ -156,6 +157,10 @@ class LinkController:
 
     def _log_refusals(self, outcome: lb.Outcome) -> None:
         for r in outcome.refusals:
+            if r.seq == 0:  # not a message of the protocol: no sequence to name
+                self.unreadable[r.code] = self.unreadable.get(r.code, 0) + 1
+                if self.metrics is not None:
+                    self.metrics.unreadable.labels(self.params.link_id, r.code).inc()
             self.refusal_log.warning(
                 "message refused", table=r.table, seq=r.seq, code=r.code, reason=r.reason
             )
@@ -254,6 +259,7 @@ class LinkController:
             "meters": meters,
             "tables": tables,
             "messages": dict(self.counts),
+            "unreadable": dict(self.unreadable),
             "batches": self.batches,
             "broker": {"connected": self.mqtt.connected},
             "ledger": {

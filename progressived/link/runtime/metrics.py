@@ -100,6 +100,13 @@ class LinkMetrics:
         )
         for outcome in OUTCOMES:
             self.messages.labels(self.link, outcome)
+        self.unreadable = Counter(
+            "progressive_link_unreadable",
+            "Payloads refused before they were a message (seq 0: too large, too deep, not "
+            "JSON, not the protocol's), by refusal code.",
+            ["link", "code"],
+            registry=self.registry,
+        )
         self.batch = Histogram(
             "progressive_link_batch_size",
             "Messages per group commit.",

@@ -12,11 +12,12 @@ signs: a meter value with a lower ``seq`` than the one shown is ignored, until t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from progressived.core.money import UNITS_PER_CENT
+from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
+from progressived.link.core.messages import MAX_PAYLOAD
 
 SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
 _SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
@@ -171,15 +172,12 @@ class Floor:
         where = self.parse(topic)
         if where is None:
             return None
-        try:
-            data = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
-            self.problem = "not JSON"
-            return None
-        if not isinstance(data, dict):
-            self.problem = "not a JSON object"
-            return None
         kind, ident, rest = where
+        try:  # the bounds: docs/mqtt.md for a table's topics, docs/link.md for a link's
+            data = loads_object(payload, max_bytes=MAX_PAYLOAD if kind == "link" else MAX_MESSAGE)
+        except WireError as exc:  # too large, too deep, not UTF-8, not a JSON object
+            self.problem = exc.words
+            return None
         src = self.source(kind, ident)
         if kind == "link":
             if len(rest) == 2 and rest[0] == "meter" and rest[1]:
