@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
@@ -34,7 +33,7 @@ from progressived.engine.events import (
     WagerLocked,
     WagerRefunded,
 )
-from progressived.runtime.metrics import LATENCY_BUCKETS
+from progressived.runtime.metrics import LATENCY_BUCKETS, Endpoint
 
 
 @dataclass
@@ -237,7 +236,7 @@ class MetricsSource(Protocol):
     def link(self) -> LinkStatus | None: ...
 
 
-class TableMetrics:
+class TableMetrics(Endpoint):
     """The registry and the event-driven counters of one controller."""
 
     def __init__(self, source: MetricsSource, registry: CollectorRegistry | None = None) -> None:
@@ -318,14 +317,3 @@ class TableMetrics:
                     self.rounds.labels(t, "reconciled").inc()
                 case RoundVoided():
                     self.rounds.labels(t, "voided").inc()
-
-    def serve(self, address: str, port: int) -> int:
-        """Serve /metrics on ``address:port`` in a thread; returns the bound port."""
-        server, _thread = prometheus_client.start_http_server(
-            port, addr=address, registry=self.registry
-        )
-        bound: int = server.server_port
-        return bound
-
-    def exposition(self) -> bytes:
-        return prometheus_client.generate_latest(self.registry)
