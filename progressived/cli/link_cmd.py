@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +22,11 @@ from progressived.config.table import ConfigError, read_toml
 from progressived.core.money import display
 from progressived.daemon.selfcheck import run_selfcheck
 from progressived.ledger import LedgerError
+from progressived.ledger.audit_copy import readable
 from progressived.link.runtime.config import LinkConfig, is_link_config, load_link_config
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.storage.location import shown
 
 if TYPE_CHECKING:
     from progressived.link.store.ledger import LinkLedger
@@ -53,7 +58,10 @@ def link_ledger_class() -> type[LinkLedger]:
 
 
 def ledger_missing(config: LinkConfig) -> str | None:
-    """Why there is no link ledger to open, or None (checked before anything opens)."""
+    """Why there is no link ledger to open, or None (checked before anything opens; a
+    database's ledger is checked when it is opened)."""
+    if config.ledger.url is not None:
+        return None
     path = config.ledger.path
     init = f"create a new link's ledger with `progressived init --config {config.source}`"
     if not path.parent.is_dir():
@@ -61,6 +69,25 @@ def ledger_missing(config: LinkConfig) -> str | None:
     if not path.exists():
         return f"ledger.path: no link ledger at {path}: fix the path, or {init}"
     return None
+
+
+def opener(config: LinkConfig, *, lease: bool = True) -> Callable[[], LinkLedger]:
+    """How the controller opens its ledger: a file as before; a database under a lease
+    (``holder`` this host and process) of ``[ledger] lease_s``."""
+    ledger = config.ledger
+    cls = link_ledger_class()
+    holder = f"{socket.gethostname()}:{os.getpid()}" if ledger.url and lease else None
+
+    def open_ledger() -> LinkLedger:
+        return cls.open(
+            ledger.location,
+            config.params,
+            holder=holder,
+            lease_s=ledger.lease_s,
+            password=ledger.password(),
+        )
+
+    return open_ledger
 
 
 def _status(exc: LedgerError) -> int:
@@ -74,10 +101,9 @@ def run(path: Path, *, check: bool = False) -> int:
     if (why := ledger_missing(config)) is not None:
         print(f"progressived link: {config.source}: {why}", file=sys.stderr)
         return Exit.LEDGER_MISSING
-    ledger_cls = link_ledger_class()
     if check:
         try:
-            ledger = ledger_cls.open(config.ledger.path, config.params)
+            ledger = opener(config, lease=False)()
         except LedgerError as exc:
             print(f"progressived link: {exc}", file=sys.stderr)
             return _status(exc)
@@ -88,7 +114,7 @@ def run(path: Path, *, check: bool = False) -> int:
     from progressived.link.runtime.controller import LinkController  # noqa: PLC0415 - heavy
 
     logs.configure(config.log.format, config.log.level)
-    controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))
+    controller = LinkController(config, opener(config))
     try:
         return asyncio.run(controller.run())
     except LedgerError as exc:  # from opening the ledger: nothing was started
@@ -112,13 +138,17 @@ def init(config: LinkConfig) -> int:
     at = utc_now()
     try:
         link_ledger_class().create(
-            config.ledger.path, config.params, at=at, software=f"progressived {__version__}"
+            config.ledger.location,
+            config.params,
+            at=at,
+            software=f"progressived {__version__}",
+            password=config.ledger.password(),
         )
     except LedgerError as exc:
         print(f"progressived init: {exc}", file=sys.stderr)
         return _status(exc)
     print(
-        f"progressived init: created link ledger {config.ledger.path} for link "
+        f"progressived init: created link ledger {shown(config.ledger.location)} for link "
         f"{config.params.link_id} (meters "
         f"{', '.join(f'{m.id} seed {display(m.seed)}' for m in config.params.meters)}; "
         f"tables {', '.join(sorted(config.params.tables))}) at {at}"
@@ -130,11 +160,16 @@ def self_check(config: LinkConfig) -> int:
     if (why := ledger_missing(config)) is not None:
         print(f"progressived self-check: {config.source}: {why}", file=sys.stderr)
         return Exit.LEDGER_MISSING
-    result = run_selfcheck(
-        ledger_path=config.ledger.path,
-        config_path=config.source,
-        paytable_path=config.paytables[0] if config.paytables else None,
-        expected_software=config.selfcheck.software_sha256,
-    )
+    try:
+        with readable(config.ledger.location) as ledger_path:
+            result = run_selfcheck(
+                ledger_path=ledger_path,
+                config_path=config.source,
+                paytable_path=config.paytables[0] if config.paytables else None,
+                expected_software=config.selfcheck.software_sha256,
+            )
+    except LedgerError as exc:
+        print(f"progressived self-check: {exc}", file=sys.stderr)
+        return _status(exc)
     print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
     return Exit.OK if result.ok else Exit.FAILED

@@ -54,5 +54,6 @@ class Fenced(LedgerError):
     """
 
 
-class LeaseHeld(LedgerError):
-    """Another holder's lease on the ledger is still valid: it may not be acquired now."""
+class LeaseHeld(LedgerUnavailable):
+    """Another holder's lease on the ledger is still valid: it may not be acquired now
+    (try again once it lapses)."""

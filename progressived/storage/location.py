@@ -7,7 +7,7 @@ as text (``pathlib`` would fold its ``//``), and shown without a password.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 Location = Path | str
 SCHEMES = ("postgresql://", "postgres://")
@@ -33,3 +33,9 @@ def shown(location: Location) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def has_password(url: str) -> bool:
+    """Whether a URL carries a password (``user:secret@`` or ``?password=``)."""
+    parts = urlsplit(url)
+    return parts.password is not None or "password" in parse_qs(parts.query)

@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from progressived.config.daemon import (
     ControlSection,
@@ -30,8 +30,10 @@ from progressived.config.daemon import (
 from progressived.config.paytables import Paytable, PaytableError, find_paytable
 from progressived.config.table import ConfigError, format_validation_error, read_toml
 from progressived.core.money import MoneyError, dollars, rate
+from progressived.ledger.errors import LedgerUnavailable
 from progressived.link.core import params as lp
 from progressived.mqtt.config import MqttSection
+from progressived.storage.location import has_password, is_url
 
 Amount = Decimal | int | str
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -71,7 +73,49 @@ class LinkMetricsSection(MetricsSection):
 
 
 class LinkLedgerSection(LedgerSection):
+    """The link ledger: a file (``path``, the default) or a PostgreSQL database (``url``),
+    exactly one. A URL carries no password: ``password_file`` (the password alone), or
+    libpq's ``PGPASSFILE`` / ``~/.pgpass``. In a database the controller writes under a
+    lease of ``lease_s`` seconds (docs/link.md)."""
+
     path: Path = Path("/var/lib/progressived-link/link.db")
+    url: str | None = Field(default=None, min_length=1, max_length=2000)
+    password_file: Path | None = None
+    lease_s: float = Field(default=10.0, ge=1, le=300)
+
+    @model_validator(mode="after")
+    def _one_place(self) -> LinkLedgerSection:
+        if self.url is None:
+            if self.password_file is not None:
+                raise ValueError("password_file is for a ledger in a database (url)")
+            return self
+        if "path" in self.model_fields_set:
+            raise ValueError("give path (a file) or url (PostgreSQL), not both")
+        if not is_url(self.url):
+            raise ValueError("url must be a postgresql:// URL")
+        if has_password(self.url):
+            raise ValueError(
+                "url holds a password: put it in password_file or PGPASSFILE, never in the "
+                "configuration file"
+            )
+        return self
+
+    @property
+    def location(self) -> Path | str:
+        """Where the ledger is: the URL when there is one, else the file."""
+        return self.path if self.url is None else self.url
+
+    def password(self) -> str | None:
+        """The database password from ``password_file`` (first line), if one is named."""
+        if self.password_file is None:
+            return None
+        try:
+            lines = self.password_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerUnavailable(
+                f"ledger.password_file: cannot read {self.password_file}: {exc}"
+            ) from None
+        return lines[0].strip() if lines else ""
 
 
 class LinkControlSection(ControlSection):
@@ -99,7 +143,7 @@ class LinkConfig:
     batch_max: int
     paytables: tuple[Path, ...]  # the paytable files the meters cite (for the self-check)
     mqtt: MqttSection
-    ledger: LedgerSection
+    ledger: LinkLedgerSection
     metrics: MetricsSection
     control: ControlSection
     log: LogSection
@@ -196,6 +240,12 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
     ledger = model.ledger
     if not ledger.path.is_absolute():
         ledger = ledger.model_copy(update={"path": source.parent / ledger.path})
+    if ledger.password_file is not None:
+        secret = ledger.password_file
+        secret = secret if secret.is_absolute() else source.parent / secret
+        if not secret.is_file():
+            raise ConfigError(f"{src}: ledger.password_file: no such file {secret}")
+        ledger = ledger.model_copy(update={"password_file": secret})
     cited = {Path(find_paytable(m.paytable, folder).source) for m in link.meters}
     return LinkConfig(
         source=source,

@@ -104,6 +104,7 @@ class LinkLedger:
         software: str,
         created_by: Mapping[str, str] | None = None,
         snapshot_every: int = snapshot.EVERY,
+        password: str | None = None,
     ) -> None:
         """A new link ledger: ``link_created`` and a ``meter_opened`` per meter.
 
@@ -113,7 +114,7 @@ class LinkLedger:
         """
         lp.validate(params)
         who = dict(created_by or {})
-        ledger = cls._connect(location, params, at, software, "new", snapshot_every)
+        ledger = cls._connect(location, params, at, software, "new", snapshot_every, password)
         try:
             detail = {**journal.params_to_dict(params), "software": software, **who}
             actor = who.get("operator") or who.get("os_user") or "system"
@@ -139,20 +140,24 @@ class LinkLedger:
         snapshot_every: int = snapshot.EVERY,
         holder: str | None = None,
         lease_s: float = 10.0,
+        password: str | None = None,
     ) -> LinkLedger:
         """Open: the latest snapshot plus the rows after it, replayed and checked (every row
         without a usable snapshot); journal changed parameters (``at``: now).
         :attr:`recovery` says how. With ``holder``, first acquire the store's lease for
         ``lease_s`` seconds (:class:`LeaseHeld` while another holder's is valid): every
         write then carries it, and it is read from the store only after it is held, so
-        whatever a previous holder committed is in the book.
+        whatever a previous holder committed is in the book. ``password``: a database's,
+        when libpq's own sources (``PGPASSFILE``) do not hold it.
 
         :class:`LedgerMissing` for a missing or empty ledger, :class:`LedgerMismatch` for a
         table ledger, another link's or a foreign file, or a row that does not replay.
         """
         lp.validate(params)
         at = at or utc_now()
-        ledger = cls._connect(location, params, at, software, "existing", snapshot_every)
+        ledger = cls._connect(
+            location, params, at, software, "existing", snapshot_every, password
+        )
         try:
             if holder is not None:
                 ledger.lease = ledger.store.acquire(holder, lease_s)
@@ -172,11 +177,14 @@ class LinkLedger:
         software: str,
         presence: str,
         snapshot_every: int,
+        password: str | None = None,
     ) -> LinkLedger:
         check_text("link id", params.link_id, at)
         if snapshot_every < 1:
             raise LedgerError(f"snapshot_every must be at least 1, not {snapshot_every}")
-        store, meta = open_store(location, params.link_id, at, software, presence)
+        store, meta = open_store(
+            location, params.link_id, at, software, presence, password=password
+        )
         if presence == "existing":
             try:
                 check_meta(shown(location), meta, params.link_id)
@@ -292,9 +300,12 @@ class LinkLedger:
 
         Each step must follow the one before (the first follows :attr:`book`). Afterwards
         :attr:`book` is the last step's state and :attr:`head` the new last row. On any
-        error nothing moved (:class:`LedgerUnavailable`: retry the batch later, after the
-        ledger re-read what the store holds; :class:`Fenced`: another controller holds the
-        ledger now, stop writing).
+        error nothing moved (:class:`LedgerUnavailable`: decide the batch again later from
+        :attr:`book`; :class:`Fenced`: another controller holds the ledger now, stop
+        writing). After a failed commit the next call first re-reads the store's head: if
+        the failed commit had reached it after all, the book is rebuilt from the store and
+        the call raises :class:`LedgerUnavailable` instead of committing steps decided from
+        the old book.
         """
         if not steps:
             return
@@ -321,8 +332,11 @@ class LinkLedger:
         have passed since the last one."""
         if self._closed:
             raise LedgerError(f"ledger {self.where} is closed")
-        if self._stale:
-            self._reload()
+        if self._stale and self._reload():
+            raise LedgerUnavailable(
+                f"ledger {self.where}: the commit that failed had reached the store after "
+                "all; the book was read again from it: decide the batch again"
+            )
         if not rows:
             self.book = state
             return
@@ -357,12 +371,14 @@ class LinkLedger:
         self.book = state
         self._since_snapshot = since
 
-    def _reload(self) -> None:
+    def _reload(self) -> bool:
         """After a failed write: if the store moved on (the write was committed after all),
-        rebuild from it."""
-        if self.store.last()[0] != self.head.seq:
+        rebuild from it and say so (True): what was decided from the old book is void."""
+        moved = self.store.last() != (self.head.seq, self.head.hash)
+        if moved:
             self._load()
         self._stale = False
+        return moved
 
     def close(self) -> None:
         """Close the store, releasing the lease first (another controller may take over at

@@ -16,16 +16,28 @@ from pathlib import Path
 from progressived.ledger import opening
 from progressived.ledger.errors import LedgerMismatch
 from progressived.link.core import journal
-from progressived.storage.location import Location, is_url, shown
+from progressived.storage.location import Location, is_url
 from progressived.storage.port import LedgerStore
 
 
 def open_store(
-    location: Location, link_id: str, at: str, software: str, presence: str
+    location: Location,
+    link_id: str,
+    at: str,
+    software: str,
+    presence: str,
+    *,
+    password: str | None = None,
 ) -> tuple[LedgerStore, dict[str, str]]:
-    """The store at ``location`` and its ``meta``; ``presence`` ``existing`` or ``new``."""
+    """The store at ``location`` and its ``meta``; ``presence`` ``existing`` or ``new``
+    (``password``: for a database, when libpq's own sources do not hold it)."""
     if is_url(location):
-        raise LedgerMismatch(f"{shown(location)}: a ledger in a database is not supported yet")
+        from progressived.storage.postgres import PostgresStore  # noqa: PLC0415 - psycopg
+
+        store = PostgresStore.open(
+            str(location), presence, link_id, at, software, password=password
+        )
+        return store, store.meta()
     return opening.open_file(Path(location), link_id, at, software, presence)
 
 
