@@ -135,7 +135,10 @@ def test_a_commit_lost_with_its_connection_is_found_before_anything_is_answered(
         assert isinstance(store, PostgresStore)
         pid = store.connection().info.backend_pid
         committing.start()
-        wait_for("COMMIT waiting on sync rep", lambda: backend(waiting_server, pid, "wait_event") == "SyncRep")
+        wait_for(
+            "COMMIT waiting on sync rep",
+            lambda: backend(waiting_server, pid, "wait_event") == "SyncRep",
+        )
         with waiting_server.admin() as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
             admin.execute("ALTER SYSTEM RESET synchronous_standby_names")

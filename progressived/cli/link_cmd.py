@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import sys
 from collections.abc import Callable
@@ -72,11 +71,13 @@ def ledger_missing(config: LinkConfig) -> str | None:
 
 
 def opener(config: LinkConfig, *, lease: bool = True) -> Callable[[], LinkLedger]:
-    """How the controller opens its ledger: a file as before; a database under a lease
-    (``holder`` this host and process) of ``[ledger] lease_s``."""
+    """How the controller opens its ledger: a file as before; a database under a lease of
+    ``[ledger] lease_s`` held as ``[ledger] holder`` (default: this host's name, so a
+    controller restarted on the same machine takes its lease back at once, fencing the
+    process it replaces)."""
     ledger = config.ledger
     cls = link_ledger_class()
-    holder = f"{socket.gethostname()}:{os.getpid()}" if ledger.url and lease else None
+    holder = (ledger.holder or socket.gethostname()) if ledger.url and lease else None
 
     def open_ledger() -> LinkLedger:
         return cls.open(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from progressived.ledger import schema
 from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerMissing
+from progressived.storage.errors import one_line
 from progressived.storage.location import Location, is_url, shown
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def copy_database(url: str, path: Path) -> None:
         for statement in EMPTY:
             out.execute(statement)
         with psycopg.connect(url, application_name="progressived audit") as conn:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
             tables = {
                 str(t)
                 for (t,) in conn.execute(
@@ -105,8 +107,9 @@ def copy_database(url: str, path: Path) -> None:
                 names = ", ".join(_names(table))
                 marks = ", ".join("?" * len(_names(table)))
                 insert = f"INSERT INTO {table} ({names}) VALUES ({marks})"
+                types = _types(conn, table)  # before COPY: the connection is busy then
                 with conn.cursor().copy(f"COPY (SELECT {names} FROM {table}) TO STDOUT") as copy:
-                    copy.set_types(_types(conn, table))
+                    copy.set_types(types)
                     batch: list[tuple[object, ...]] = []
                     for row in copy.rows():
                         batch.append(row)
@@ -119,7 +122,7 @@ def copy_database(url: str, path: Path) -> None:
         out.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
         out.execute("COMMIT")
     except psycopg.Error as exc:
-        raise LedgerError(f"{where}: cannot read the ledger: {exc}") from None
+        raise LedgerError(f"{where}: cannot read the ledger: {one_line(exc)}") from None
     finally:
         out.close()
 

@@ -57,3 +57,9 @@ class Fenced(LedgerError):
 class LeaseHeld(LedgerUnavailable):
     """Another holder's lease on the ledger is still valid: it may not be acquired now
     (try again once it lapses)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line (libpq's messages span several: an operator's fault is
+    one clear line)."""
+    return " ".join(str(exc).split())

@@ -49,6 +49,7 @@ from progressived.storage.errors import (
     LedgerMismatch,
     LedgerMissing,
     LedgerUnavailable,
+    one_line,
 )
 from progressived.storage.location import shown
 from progressived.storage.port import LEASE, ChainRow, Lease, Writable
@@ -128,7 +129,9 @@ class PostgresStore:
         try:
             conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=None, **extra)
         except psycopg.Error as exc:
-            raise LedgerUnavailable(f"ledger {self.where}: cannot connect: {exc}") from None
+            raise LedgerUnavailable(
+                f"ledger {self.where}: cannot connect: {one_line(exc)}"
+            ) from None
         try:
             level = conn.execute("SHOW synchronous_commit").fetchone()
             if level is None or level[0] in ("off", "local", "remote_write"):
@@ -160,8 +163,8 @@ class PostgresStore:
         if is_unavailable(exc):
             if self._conn is not None and (self._conn.broken or exc.sqlstate in ("25006",)):
                 self._conn.close()  # a standby, or a dead connection: connect again next time
-            return LedgerUnavailable(f"ledger {self.where} cannot be written now: {exc}")
-        return LedgerError(f"ledger {self.where}: {exc}")
+            return LedgerUnavailable(f"ledger {self.where} cannot be written now: {one_line(exc)}")
+        return LedgerError(f"ledger {self.where}: {one_line(exc)}")
 
     def _query(self, query: str, args: Any = None) -> list[tuple[Any, ...]]:
         try:

@@ -68,10 +68,13 @@ class Server:
         """A URL for ``database`` over TCP (the password comes from :attr:`passfile`)."""
         return f"postgresql://{user}@127.0.0.1:{self.port}/{database}?passfile={self.passfile}"
 
-    def admin(self) -> psycopg.Connection[tuple[object, ...]]:
+    def admin(self, database: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
         """The superuser, over the private Unix socket (trusted there)."""
         return psycopg.connect(
-            host=str(self.sockets), port=self.port, user="postgres", dbname="postgres",
+            host=str(self.sockets),
+            port=self.port,
+            user="postgres",
+            dbname=database,
             autocommit=True,
         )
 
@@ -106,8 +109,17 @@ class Server:
             "-c max_connections=50 -c shared_buffers=32MB"
         )
         done = self._run(
-            str(BIN / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data),
-            "-l", str(self.root / "server.log"), "-o", options,
+            str(BIN / "pg_ctl"),
+            "start",
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-o",
+            options,
         )
         if done.returncode != 0:
             log = (self.root / "server.log").read_text(errors="replace")[-2000:]
@@ -141,8 +153,16 @@ def _make(root: Path, user: str | None) -> Server:
             os.chown(path, record.pw_uid, record.pw_gid)
     server = Server(root, free_port(), root / "pgpass", password, user)
     done = server._run(
-        str(BIN / "initdb"), "-D", str(server.data), "-U", "postgres", "-E", "UTF8",
-        "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+        str(BIN / "initdb"),
+        "-D",
+        str(server.data),
+        "-U",
+        "postgres",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--auth-local=trust",
+        "--auth-host=scram-sha-256",
         f"--pwfile={secret}",
     )
     if done.returncode != 0:

@@ -82,12 +82,13 @@ class LinkLedgerSection(LedgerSection):
     url: str | None = Field(default=None, min_length=1, max_length=2000)
     password_file: Path | None = None
     lease_s: float = Field(default=10.0, ge=1, le=300)
+    holder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
     @model_validator(mode="after")
     def _one_place(self) -> LinkLedgerSection:
         if self.url is None:
-            if self.password_file is not None:
-                raise ValueError("password_file is for a ledger in a database (url)")
+            if self.password_file is not None or self.holder is not None:
+                raise ValueError("password_file and holder are for a ledger in a database (url)")
             return self
         if "path" in self.model_fields_set:
             raise ValueError("give path (a file) or url (PostgreSQL), not both")
