@@ -39,13 +39,18 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from progressived.cli import ctl, daemon
-from progressived.config.daemon import _DaemonModel, daemon_config_from, load_daemon_config
+from progressived.config.daemon import (
+    LedgerSection,
+    _DaemonModel,
+    daemon_config_from,
+    load_daemon_config,
+)
 from progressived.config.keypad import KeypadMap
 from progressived.config.paytables import load_paytable
 from progressived.config.table import ConfigError, ProgressiveConfig
 from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
-from progressived.link.runtime.config import LinkSection, link_config_from
+from progressived.link.runtime.config import LinkLedgerSection, LinkSection, link_config_from
 from progressived.mqtt.payloads import event_payload
 from tests.conftest import ROOT
 from tests.mqtt_schemas import MQTT_DOC, documented_event_kinds, problems
@@ -80,6 +85,11 @@ def check_toml_block(block: str, folder: Path) -> None:
         daemon_config_from({**base, section: data[section]}, CONFIG)
     elif marker == "# link.toml":
         link_config_from(data, ROOT / "config" / "link.toml")
+    elif match := re.fullmatch(r"# \[([a-z_.]+)\] section of a link's file", marker):
+        section, shipped = match.group(1), ROOT / "config" / "link.toml"
+        assert list(data) == [section], f"a {section} section holds {list(data)}"
+        base = tomllib.loads(shipped.read_text(), parse_float=Decimal)
+        link_config_from({**base, section: data[section]}, shipped)
     elif marker == "# paytable file":
         path = folder / f"{data['id']}.toml"
         path.write_text(block)
@@ -159,6 +169,11 @@ def configuration_fields() -> dict[str, FieldInfo]:
         ],
     }
     fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
+    # the link controller's own [ledger] keys (a ledger in a database), beside the table's
+    table_ledger = LedgerSection.model_fields
+    for name, field in LinkLedgerSection.model_fields.items():
+        if name not in table_ledger:
+            fields[f"ledger.{name}"] = field
     for section, field in _DaemonModel.model_fields.items():
         models = section_models.get(section) or _models_in(field.annotation)
         assert models, f"no model for the [{section}] section"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 
 from progressived.link.store.ledger import LinkLedger
 from progressived.testing.config import render_toml
-from progressived.testing.postgres import Server
+from progressived.testing.postgres import BIN, Server
 from tests import link_rig
 from tests.link_harness import TableClient, until
 from tests.test_link_acl import PASSWORDS, LinkBroker
@@ -237,3 +238,43 @@ async def test_the_controller_serves_tables_from_a_database_and_survives_sigkill
     assert lease is not None and lease[1] == 2  # two runs, two tokens
     done = ctl(postgres_server, "ledger", "verify", "--db", bare(postgres_url))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def pg_recipes() -> dict[str, str]:
+    """docs/ledger.md's psql recipes by their ``<!-- pg-audit-NAME -->`` marker."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ledger.md").read_text()
+    found = dict(re.findall(r"<!-- pg-audit-([a-z-]+) -->\n```sql\n(.*?)```", text, re.S))
+    assert set(found) == {"head", "prev", "chain", "postings", "balances", "snapshot-hash"}
+    return found
+
+
+def psql(server: Server, url: str, query: str) -> str:
+    done = run(
+        server, str(BIN / "psql"), bare(url), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", query
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_psql_recipes_are_silent_on_a_sound_ledger_and_name_each_tamper(
+    postgres_server: Server, postgres_url: str, tmp_path: Path
+) -> None:
+    rig = DatabaseRig(tmp_path, postgres_url)
+    rig.play()
+    rig.close()
+    recipes = pg_recipes()
+    for name, query in recipes.items():
+        assert psql(postgres_server, postgres_url, query) == "", name
+    database = bare(postgres_url).rsplit("/", 1)[1]
+    with postgres_server.admin(database) as conn:  # as someone with the superuser would
+        for table in ("journal", "postings"):
+            conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+        conn.execute("UPDATE journal SET at = '2026-11-23T17:00:01Z' WHERE seq = 4")
+        conn.execute("UPDATE postings SET units = units + 1 WHERE seq = 5 AND leg = 1")
+        conn.execute("UPDATE balances SET units = units + 5 WHERE account = 'meter:pmg'")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'head_seq'")
+    assert psql(postgres_server, postgres_url, recipes["chain"]).split() == ["4"]
+    assert "posting 1 differs" in psql(postgres_server, postgres_url, recipes["postings"])
+    assert "does not balance" in psql(postgres_server, postgres_url, recipes["postings"])
+    assert "meter:pmg" in psql(postgres_server, postgres_url, recipes["balances"])
+    assert "meta head 3" in psql(postgres_server, postgres_url, recipes["head"])
