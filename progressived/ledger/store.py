@@ -25,6 +25,7 @@ from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
 from progressived.ledger import opening, parameters, plan
+from progressived.ledger.commit import commit
 from progressived.ledger.errors import (
     LedgerError,
     LedgerMismatch,
@@ -305,7 +306,7 @@ class Ledger(LedgerHandle):
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results
-        self._store.write(rows, extra=extra)
+        commit(self._store, rows, extra)
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)
