@@ -14,6 +14,7 @@ machine's load drifts over both alike; the ratio is the ledger's own cost
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,113 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
 
 def book_wagers() -> MeterWagers:
     return MeterWagers("main", SEATS, SEATS * UNITS_PER_DOLLAR)
+
+
+def bench_link_ledger_postgres(messages: int, group: int) -> dict[str, Any]:
+    """The same, with the link ledger in PostgreSQL (a real server on a loopback port,
+    progressived/testing/postgres.py): ``LinkLedger.commit`` (under its lease) against a
+    bare psycopg insert of the very rows it wrote, in one pipelined transaction, into a
+    second database with the same tables. Interleaved group by group, as above."""
+    import psycopg
+
+    from bench.link import write_link_config
+    from progressived.storage import postgres_schema as ddl
+    from progressived.testing.postgres import server
+
+    ids = [f"t-{i:02d}" for i in range(TABLES)]
+    with tempfile.TemporaryDirectory(prefix="bench-link-pg-") as folder, server() as srv:
+        params = load_link_config(write_link_config(Path(folder), 1883, ids)).params
+        url, bare_url = srv.database(), srv.database()
+        LinkLedger.create(url, params, at=utc_now(), software="bench")
+        ledger = LinkLedger.open(url, params, holder="bench", lease_s=60)
+        src = psycopg.connect(url, autocommit=True)
+        bare = psycopg.connect(bare_url, autocommit=True)
+        bare.execute(ddl.DDL)
+        seqs = dict.fromkeys(ids, 0)
+        decide_s = commit_s = bare_s = 0.0
+        rows = legs_n = done = 0
+        try:
+            while done < messages:
+                state, steps = ledger.book, []
+                started = time.perf_counter()
+                for _ in range(min(group, messages - done)):
+                    table = ids[done % TABLES]
+                    seqs[table] += 1
+                    step = book.receive(
+                        params, state, _contribution(table, seqs[table]),
+                        topic_table=table, at_ms=done, head=ledger.head,
+                    )
+                    state = step.state
+                    steps.append((step, done))
+                    done += 1
+                decide_s += time.perf_counter() - started
+                after = ledger.head.seq
+                started = time.perf_counter()
+                ledger.commit(steps)
+                commit_s += time.perf_counter() - started
+                journal = src.execute(
+                    f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE seq > %s ORDER BY seq",
+                    (after,),
+                ).fetchall()
+                legs = src.execute(
+                    "SELECT seq, leg, account, units FROM postings WHERE seq > %s", (after,)
+                ).fetchall()
+                keys = src.execute(
+                    "SELECT key, first_seq, last_seq FROM idempotency WHERE first_seq > %s",
+                    (after,),
+                ).fetchall()
+                sums = src.execute(
+                    "SELECT account, units, seq FROM balances WHERE seq > %s", (after,)
+                ).fetchall()
+                rows, legs_n = rows + len(journal), legs_n + len(legs)
+                head = (("head_seq", str(ledger.head.seq)), ("head_hash", ledger.head.hash))
+                started = time.perf_counter()
+                with bare.transaction(), bare.pipeline():
+                    cur = bare.cursor()
+                    cur.executemany(
+                        f"INSERT INTO journal ({_JOURNAL_COLUMNS}) VALUES "
+                        f"({', '.join(['%s'] * 12)})",
+                        journal,
+                    )
+                    cur.executemany(ddl.INSERT_POSTINGS, legs)
+                    cur.executemany(ddl.INSERT_KEYS, keys)
+                    cur.executemany(ddl.UPSERT_BALANCES, sums)
+                    cur.executemany(ddl.SET_META, head)
+                bare_s += time.perf_counter() - started
+        finally:
+            src.close()
+            bare.close()
+            ledger.close()
+    return {
+        "messages": messages,
+        "wagers": messages * SEATS,
+        "group": group,
+        "journal_rows": rows,
+        "posting_rows": legs_n,
+        "book_s": round(decide_s, 3),
+        "commit_s": round(commit_s, 3),
+        "commit_messages_per_s": round(messages / commit_s),
+        "commit_wagers_per_s": round(messages * SEATS / commit_s),
+        "bare_psycopg_s": round(bare_s, 3),
+        "ratio": round(commit_s / bare_s, 2),
+    }
+
+
+def _contribution(table: str, seq: int) -> Contribution:
+    return Contribution(
+        table=table,
+        seq=seq,
+        id=f"{table}:{seq}",
+        head=Head(seq, f"{seq:064x}"),
+        at="2026-11-23T00:00:00Z",
+        round=seq,
+        wagers=(book_wagers(),),
+    )
+
+
+if __name__ == "__main__":  # python -m bench.link_ledger [MESSAGES] [GROUP]: the PostgreSQL one
+    import json
+    import sys
+
+    counts = [int(a) for a in sys.argv[1:3]] or [20_000, 200]
+    print(json.dumps(bench_link_ledger_postgres(*counts), indent=2))

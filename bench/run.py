@@ -25,7 +25,8 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
 * link        — the link controller (bench/link.py): contributions from 50 simulated tables
                 through the broker, durable and acknowledged (wagers/s over a minute); claim
                 -> every sign showing the hit (p99); the controller's RSS; and its ledger's
-                group commit against bare SQLite inserting the same rows (bench/link_ledger.py).
+                group commit against bare SQLite inserting the same rows (bench/link_ledger.py),
+                and in PostgreSQL against a bare psycopg insert of the same rows.
 
 ``--quick`` uses tiny counts (a smoke run, well under a minute); the figures are then not
 comparable with the targets. ``--only a,b`` runs some sections.
@@ -145,6 +146,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result["link"]["ledger"] = bench_link_ledger(
                 section("link-ledger"), messages=counts.wagers // 10, group=counts.group // 10
             )
+            from progressived.testing.postgres import available
+
+            if available():  # the link ledger in PostgreSQL (bench/link_ledger.py)
+                from bench.link_ledger import bench_link_ledger_postgres
+
+                result["link"]["ledger_postgres"] = bench_link_ledger_postgres(
+                    messages=counts.wagers // 10, group=counts.group // 10
+                )
         if "websign" in only:
             from bench.websign import measure as sign_memory
             from bench.websign_pixels import measure as sign_pixels

@@ -34,6 +34,9 @@ class MemoryJournal:
     def __post_init__(self) -> None:
         self.book = book.open_book(self.params)
 
+    def renew(self) -> None:
+        """No lease in memory (the port's renew is a no-op without one)."""
+
     def commit(self, steps: Sequence[tuple[Step, int]]) -> None:
         if self.fail:
             raise LedgerUnavailable("stub ledger: disk full")

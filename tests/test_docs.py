@@ -41,14 +41,24 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from progressived.cli import ctl, daemon
-from progressived.config.daemon import _DaemonModel, daemon_config_from, load_daemon_config
+from progressived.config.daemon import (
+    LedgerSection,
+    _DaemonModel,
+    daemon_config_from,
+    load_daemon_config,
+)
 from progressived.config.keypad import KeypadMap
 from progressived.config.paytables import load_paytable
 from progressived.config.table import ConfigError, ProgressiveConfig
 from progressived.daemon.link_refusal import CLOSING_FINAL, CLOSING_UNCONSUMED, closure_reason
 from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
-from progressived.link.runtime.config import LinkSection, link_config_from, load_link_config
+from progressived.link.runtime.config import (
+    LinkLedgerSection,
+    LinkSection,
+    link_config_from,
+    load_link_config,
+)
 from progressived.link.runtime.pairing import pair_problems
 from progressived.mqtt.payloads import WAITING_FOR_LINK, event_payload
 from progressived.signs.web.config import SignSection, sign_config_from
@@ -87,6 +97,11 @@ def check_toml_block(block: str, folder: Path) -> None:
         link_config_from(data, ROOT / "config" / "link.toml")
     elif marker == "# sign.toml":
         sign_config_from(data, "sign.toml")
+    elif match := re.fullmatch(r"# \[([a-z_.]+)\] section of a link's file", marker):
+        section, shipped = match.group(1), ROOT / "config" / "link.toml"
+        assert list(data) == [section], f"a {section} section holds {list(data)}"
+        base = tomllib.loads(shipped.read_text(), parse_float=Decimal)
+        link_config_from({**base, section: data[section]}, shipped)
     elif marker == "# paytable file":
         path = folder / f"{data['id']}.toml"
         path.write_text(block)
@@ -167,6 +182,11 @@ def configuration_fields() -> dict[str, FieldInfo]:
     }
     fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
     fields.update(model_fields(SignSection, "sign."))  # the web sign's own file
+    # the link controller's own [ledger] keys (a ledger in a database), beside the table's
+    table_ledger = LedgerSection.model_fields
+    for name, field in LinkLedgerSection.model_fields.items():
+        if name not in table_ledger:
+            fields[f"ledger.{name}"] = field
     for section, field in _DaemonModel.model_fields.items():
         models = section_models.get(section) or _models_in(field.annotation)
         assert models, f"no model for the [{section}] section"

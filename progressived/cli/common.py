@@ -18,6 +18,7 @@ from enum import IntEnum
 from typing import Any, NoReturn
 
 from progressived.ledger.errors import (
+    Fenced,
     LedgerError,
     LedgerExists,
     LedgerMismatch,
@@ -47,7 +48,7 @@ def ledger_status(exc: LedgerError) -> Exit:
         return Exit.LEDGER_MISSING
     if isinstance(exc, LedgerMismatch):
         return Exit.LEDGER_MISMATCH
-    if isinstance(exc, LedgerUnavailable):
+    if isinstance(exc, LedgerUnavailable | Fenced):  # Fenced: another writer has it now
         return Exit.LEDGER_UNAVAILABLE
     if isinstance(exc, LedgerExists):
         return Exit.LEDGER_EXISTS

@@ -1,8 +1,10 @@
 """``progressivectl ledger verify|export``, ``progressivectl meters`` and ``hits``.
 
 All read the ledger read-only (a ``mode=ro`` connection in WAL mode), so they are safe to
-run while the daemon writes. Exit status: 0 success, 1 verify found a problem, 2 the file
-cannot be read or is not a ledger.
+run while the daemon writes. ``--db`` is a file or, for a link ledger in PostgreSQL, a
+``postgresql://`` URL (read in one read-only transaction: :mod:`progressived.ledger.audit_copy`).
+Exit status: 0 success, 1 verify found a problem, 2 the file cannot be read or is not a
+ledger.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Any
 from progressived.cli import verify_modes
 from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
+from progressived.ledger.audit_copy import readable
 from progressived.ledger.readonly import ledger_kind
 from progressived.link.store import reports as link_reports
+from progressived.storage.location import parse, shown
+
+DB_HELP = "the ledger file, or a postgresql:// URL (a link ledger in a database)"
 
 
 def register(sub: Any) -> None:
@@ -36,7 +42,7 @@ def register(sub: Any) -> None:
         "heads recorded elsewhere). Exit 0 when all hold; otherwise 1, naming the first bad "
         "row or the head that does not match.",
     )
-    v.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
+    v.add_argument("--db", type=parse, required=True, metavar="PATH", help=DB_HELP)
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.add_argument(
         "--deep",
@@ -53,7 +59,7 @@ def register(sub: Any) -> None:
         help="export journal rows as CSV or JSON",
         description="Write the journal rows (with their hashes) to standard output.",
     )
-    e.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
+    e.add_argument("--db", type=parse, required=True, metavar="PATH", help=DB_HELP)
     e.add_argument("--format", choices=("csv", "json"), required=True)
     e.add_argument(
         "--since", type=int, default=0, metavar="SEQ", help="only rows after row SEQ (default 0)"
@@ -68,7 +74,7 @@ def register_meters(sub: Any) -> None:
         help="meter values, progressive in, hits and wins per hand, amounts paid",
         description="The meters of a table, computed from its ledger.",
     )
-    p.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
+    p.add_argument("--db", type=parse, required=True, metavar="PATH", help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run_meters)
 
@@ -80,7 +86,7 @@ def register_hits(sub: Any) -> None:
         description="The last meter hits: time, table, seat, hand, amount, the meter before "
         "and after, who confirmed. Newest first.",
     )
-    p.add_argument("--db", type=Path, required=True, metavar="PATH", help="the ledger file")
+    p.add_argument("--db", type=parse, required=True, metavar="PATH", help=DB_HELP)
     p.add_argument("--last", type=int, default=25, metavar="N", help="how many (default 25)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run_hits)
@@ -97,6 +103,7 @@ def run_verify(args: argparse.Namespace) -> int:
             report = verify_modes.run(args, show)
     except LedgerError as exc:
         return _fail("ledger verify", exc)
+    args.db = shown(args.db)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     elif report.ok:
@@ -125,11 +132,12 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     try:
-        if args.output is not None:
-            with args.output.open("w", encoding="utf-8", newline="") as out:
-                reports.export(args.db, out, args.format, args.since)
-        else:
-            reports.export(args.db, sys.stdout, args.format, args.since)
+        with readable(args.db) as db:
+            if args.output is not None:
+                with args.output.open("w", encoding="utf-8", newline="") as out:
+                    reports.export(db, out, args.format, args.since)
+            else:
+                reports.export(db, sys.stdout, args.format, args.since)
     except BrokenPipeError:
         raise  # the reader went away (`| head`): progressivectl's guard ends quietly, 141
     except (LedgerError, OSError) as exc:
@@ -139,11 +147,12 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_meters(args: argparse.Namespace) -> int:
     try:
-        if ledger_kind(args.db) == "link":
-            report = link_reports.meters(args.db)
-            text = link_reports.render_meters
-        else:
-            report, text = reports.meters(args.db), reports.render_meters
+        with readable(args.db) as db:
+            if ledger_kind(db) == "link":
+                report = link_reports.meters(db)
+                text = link_reports.render_meters
+            else:
+                report, text = reports.meters(db), reports.render_meters
     except LedgerError as exc:
         return _fail("meters", exc)
     print(json.dumps(report, indent=2) if args.json else text(report))
@@ -154,10 +163,11 @@ def run_hits(args: argparse.Namespace) -> int:
     if args.last < 1:
         return _fail("hits", ValueError("--last must be at least 1"))
     try:
-        if ledger_kind(args.db) == "link":
-            rows, text = link_reports.hits(args.db, args.last), link_reports.render_hits
-        else:
-            rows, text = reports.hits(args.db, args.last), reports.render_hits
+        with readable(args.db) as db:
+            if ledger_kind(db) == "link":
+                rows, text = link_reports.hits(db, args.last), link_reports.render_hits
+            else:
+                rows, text = reports.hits(db, args.last), reports.render_hits
     except LedgerError as exc:
         return _fail("hits", exc)
     print(json.dumps(rows, indent=2) if args.json else text(rows))

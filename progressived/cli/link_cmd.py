@@ -11,7 +11,9 @@ import asyncio
 import json
 import os
 import pwd
+import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,11 +24,13 @@ from progressived.config.table import ConfigError, read_toml
 from progressived.core.money import display
 from progressived.daemon.selfcheck import run_selfcheck
 from progressived.ledger import LedgerError
+from progressived.ledger.audit_copy import readable
 from progressived.link.runtime.config import LinkConfig, is_link_config, load_link_config
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import control_socket_problem
 from progressived.runtime.listen import ListenError
+from progressived.storage.location import shown
 
 if TYPE_CHECKING:
     from progressived.link.store.ledger import LinkLedger
@@ -65,6 +69,27 @@ def link_ledger_class() -> type[LinkLedger]:
     return LinkLedger
 
 
+def opener(config: LinkConfig, *, lease: bool = True) -> Callable[[], LinkLedger]:
+    """How the controller opens its ledger: a file as before; a database under a lease of
+    ``[ledger] lease_s`` held as ``[ledger] holder`` (default: this host's name, so a
+    controller restarted on the same machine takes its lease back at once, fencing the
+    process it replaces)."""
+    ledger = config.ledger
+    cls = link_ledger_class()
+    holder = (ledger.holder or socket.gethostname()) if ledger.url and lease else None
+
+    def open_ledger() -> LinkLedger:
+        return cls.open(
+            ledger.location,
+            config.params,
+            holder=holder,
+            lease_s=ledger.lease_s,
+            password=ledger.password(),
+        )
+
+    return open_ledger
+
+
 def _status(exc: LedgerError) -> int:
     return int(ledger_status(exc))
 
@@ -88,10 +113,12 @@ def run(path: Path, *, check: bool = False) -> int:
     found = preflight.check_link(config)
     if (status := preflight.refuse("progressived link", config.source, found)) is not None:
         return status
-    ledger_cls = link_ledger_class()
     if check:
         try:
-            ledger = ledger_cls.replay_readonly(config.ledger.path, config.params)
+            if config.ledger.url is None:  # a file: read it untouched, no lock (docs)
+                ledger = link_ledger_class().replay_readonly(config.ledger.path, config.params)
+            else:  # a database: read in its own transaction, without the lease
+                ledger = opener(config, lease=False)()
         except LedgerError as exc:
             print(f"progressived link: {exc}", file=sys.stderr)
             return _status(exc)
@@ -105,7 +132,7 @@ def run(path: Path, *, check: bool = False) -> int:
     from progressived.link.runtime.controller import LinkController  # noqa: PLC0415 - heavy
 
     logs.configure(config.log.format, config.log.level)
-    controller = LinkController(config, lambda: ledger_cls.open(config.ledger.path, config.params))
+    controller = LinkController(config, opener(config))
     try:
         status = asyncio.run(controller.run())
     except LedgerError as exc:  # from opening the ledger: nothing was started
@@ -136,13 +163,17 @@ def init(config: LinkConfig) -> int:
     at = utc_now()
     try:
         link_ledger_class().create(
-            config.ledger.path, config.params, at=at, software=f"progressived {__version__}"
+            config.ledger.location,
+            config.params,
+            at=at,
+            software=f"progressived {__version__}",
+            password=config.ledger.password(),
         )
     except LedgerError as exc:
         print(f"progressived init: {exc}", file=sys.stderr)
         return _status(exc)
     print(
-        f"progressived init: created link ledger {config.ledger.path} for link "
+        f"progressived init: created link ledger {shown(config.ledger.location)} for link "
         f"{config.params.link_id} (meters "
         f"{', '.join(f'{m.id} seed {display(m.seed)}' for m in config.params.meters)}; "
         f"tables {', '.join(sorted(config.params.tables))}) at {at}"
@@ -154,11 +185,16 @@ def self_check(config: LinkConfig) -> int:
     findings = preflight.link_ledger(config)
     if (status := preflight.refuse("progressived self-check", config.source, findings)) is not None:
         return status
-    result = run_selfcheck(
-        ledger_path=config.ledger.path,
-        config_path=config.source,
-        paytable_path=config.paytables[0] if config.paytables else None,
-        expected_software=config.selfcheck.software_sha256,
-    )
+    try:
+        with readable(config.ledger.location) as ledger_path:
+            result = run_selfcheck(
+                ledger_path=ledger_path,
+                config_path=config.source,
+                paytable_path=config.paytables[0] if config.paytables else None,
+                expected_software=config.selfcheck.software_sha256,
+            )
+    except LedgerError as exc:
+        print(f"progressived self-check: {exc}", file=sys.stderr)
+        return _status(exc)
     print(json.dumps({"ok": result.ok, "problems": result.problems, **result.detail}, indent=2))
     return Exit.OK if result.ok else Exit.FAILED

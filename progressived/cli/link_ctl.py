@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from progressived.cli.common import ledger_status
+from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerMissing
+from progressived.storage.location import parse, shown
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -28,7 +32,13 @@ def register(sub: Any) -> None:
         "all agree; 1 when a difference was found; 3 a ledger is missing; 4 a file is not a "
         "ledger of the right kind.",
     )
-    r.add_argument("--link-db", type=Path, required=True, metavar="PATH", help="the link ledger")
+    r.add_argument(
+        "--link-db",
+        type=parse,
+        required=True,
+        metavar="PATH",
+        help="the link ledger: a file, or a postgresql:// URL",
+    )
     r.add_argument(
         "--table-db",
         type=Path,
@@ -42,10 +52,15 @@ def register(sub: Any) -> None:
 
 
 def run_reconcile(args: argparse.Namespace) -> int:
+    from progressived.ledger.audit_copy import readable  # noqa: PLC0415
     from progressived.link.store.reconcile import Unusable, reconcile  # noqa: PLC0415
 
     try:
-        report = reconcile(args.link_db, list(args.table_db))
+        with readable(args.link_db) as link_db:
+            report = reconcile(link_db, list(args.table_db), link_name=shown(args.link_db))
+    except LedgerError as exc:  # a database that cannot be read (or holds no ledger)
+        print(f"progressivectl link reconcile: {exc}", file=sys.stderr)
+        return int(ledger_status(exc)) if isinstance(exc, LedgerMissing | LedgerMismatch) else 2
     except Unusable as exc:
         print(f"progressivectl link reconcile: {exc}", file=sys.stderr)
         return exc.status

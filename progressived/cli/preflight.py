@@ -180,6 +180,10 @@ def table_ledger(config: DaemonConfig, user: pwd.struct_passwd | None = None) ->
 
 
 def link_ledger(config: LinkConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
+    """The link ledger's file, as for a table's; a ledger in a database ([ledger] url) is
+    checked when it is opened (it refuses the same things there)."""
+    if config.ledger.url is not None:
+        return []
     init = f"create a new link's ledger with `progressived init --config {config.source}`"
     owner = Owner("link", config.params.link_id, "link.id")
     return ledger_file(config.ledger.path, owner, init, user)

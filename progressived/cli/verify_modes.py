@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from progressived.ledger.audit_copy import readable
 from progressived.ledger.heads import (
     SidecarUnusable,
     parse_head,
@@ -25,6 +26,7 @@ from progressived.ledger.verify import VerifyReport, verify
 from progressived.ledger.verify_since import verify_since
 from progressived.link.store import audit as link_audit
 from progressived.runtime.clock import utc_now
+from progressived.storage.location import is_url
 
 
 def head_arg(text: str) -> object:
@@ -66,6 +68,8 @@ def add_arguments(v: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, show: Callable[[int, int], None] | None) -> VerifyReport:
     """The check the flags ask for; records the verified head when it passed."""
+    if is_url(args.db):
+        return _run_database(args, show)
     report: VerifyReport | None = None
     if args.since_verified:
         if ledger_kind(args.db) == "link":
@@ -94,6 +98,25 @@ def run(args: argparse.Namespace, show: Callable[[int, int], None] | None) -> Ve
     if report.ok and not args.no_record:
         _record(args.db, report)
     return report
+
+
+def _run_database(
+    args: argparse.Namespace, show: Callable[[int, int], None] | None
+) -> VerifyReport:
+    """A link ledger in PostgreSQL: the full check, on a consistent copy of its rows
+    (:mod:`progressived.ledger.audit_copy`). Its verified head is not recorded: there is no
+    file beside a database (and a link ledger is checked in full anyway)."""
+    if args.since_verified:
+        print("ledger verify: a link ledger is replayed in full: checking in full", file=sys.stderr)
+    with readable(args.db) as path:
+        return verify(
+            path,
+            replay=args.deep,
+            integrity=False,  # the copy's; the database's own is pg_amcheck
+            progress=show,
+            heads=args.head,
+            kinds=link_audit.KINDS,
+        )
 
 
 def _record(db: Path, report: VerifyReport) -> None:

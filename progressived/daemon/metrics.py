@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
@@ -34,8 +33,7 @@ from progressived.engine.events import (
     WagerLocked,
     WagerRefunded,
 )
-from progressived.runtime.listen import serve_metrics
-from progressived.runtime.metrics import LATENCY_BUCKETS
+from progressived.runtime.metrics import LATENCY_BUCKETS, Endpoint
 
 
 @dataclass
@@ -262,7 +260,7 @@ class MetricsSource(Protocol):
     def link(self) -> LinkStatus | None: ...
 
 
-class TableMetrics:
+class TableMetrics(Endpoint):
     """The registry and the event-driven counters of one controller."""
 
     def __init__(self, source: MetricsSource, registry: CollectorRegistry | None = None) -> None:
@@ -343,10 +341,3 @@ class TableMetrics:
                     self.rounds.labels(t, "reconciled").inc()
                 case RoundVoided():
                     self.rounds.labels(t, "voided").inc()
-
-    def serve(self, address: str, port: int) -> int:
-        """Serve /metrics on ``address:port`` in a thread; returns the bound port."""
-        return serve_metrics(self.registry, address, port, "[metrics]")
-
-    def exposition(self) -> bytes:
-        return prometheus_client.generate_latest(self.registry)

@@ -5,6 +5,8 @@ accounts, the hash chain and how to audit a ledger with the sqlite3 tool alone.
 """
 
 from progressived.ledger.errors import (
+    Fenced,
+    LeaseHeld,
     LedgerError,
     LedgerExists,
     LedgerMismatch,
@@ -25,7 +27,9 @@ from progressived.ledger.store import (
 __all__ = [
     "AppendResult",
     "Batch",
+    "Fenced",
     "JournalRow",
+    "LeaseHeld",
     "Ledger",
     "LedgerError",
     "LedgerExists",

@@ -18,7 +18,9 @@ import hashlib
 from collections.abc import Generator, Iterable
 from hashlib import sha256
 
-GENESIS = "0" * 64
+from progressived.storage.sqlite import CHAIN_ROWS_SQL, GENESIS
+
+__all__ = ["FORBIDDEN", "GENESIS", "ROWS_SQL", "Walk", "clean", "content", "link"]
 FORBIDDEN = ("|", "\n", "\r")
 
 
@@ -66,16 +68,12 @@ def link(prev_hash: str, row_content: str) -> str:
 # ---------------------------------------------------------------------------- checking
 #
 # One checker for the chain, used by recovery (the rows after the latest snapshot, at every
-# open) and by ``ledger verify`` (every row). SQLite builds each row's ``prev_hash|content``
-# text with the same rules as :func:`content` (``coalesce`` writes NULL as empty, integers
-# are decimal), so the checker only hashes and compares.
+# open) and by ``ledger verify`` (every row). The database builds each row's
+# ``prev_hash|content`` text with the same rules as :func:`content` (``coalesce`` writes
+# NULL as empty, integers are decimal: ``LedgerStore.chain_rows`` of either storage
+# adapter), so the checker only hashes and compares.
 
-ROWS_SQL = """
-SELECT seq, prev_hash, hash,
-  prev_hash || '|' || seq || '|' || at || '|' || table_id || '|' || coalesce(round, '') || '|' ||
-  seat || '|' || kind || '|' || category || '|' || actor || '|' || coalesce(idem_key, '') ||
-  '|' || data
-FROM journal WHERE seq > ? AND seq <= ? ORDER BY seq"""
+ROWS_SQL = CHAIN_ROWS_SQL  # SQLite's text of those rows (the verify threads read it)
 
 GAP_REASON = "rows were deleted or inserted"
 GAP, LINK, EDIT = 0, 1, 2  # what broke, in the order the checks of one row report it

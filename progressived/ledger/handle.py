@@ -2,14 +2,14 @@
 
 Split from :mod:`progressived.ledger.store` (which opens, recovers and writes) so that the
 writer module stays about how rows get in, and this one about what is held between writes:
-the connection and the ``flock`` descriptor, the head in memory (state, balances, last row
-and hash, rows since the last snapshot) that only a successful write moves, and the reads
-the daemon makes on the writer's connection. Nothing here writes a row.
+the open file (:class:`~progressived.storage.sqlite.SqliteStore`: the connection and the
+``flock``), the head in memory (state, balances, last row and hash, rows since the last
+snapshot) that only a successful write moves, and the reads the daemon makes on the
+writer's connection. Nothing here writes a row.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Mapping
@@ -19,26 +19,18 @@ from typing import Any, Self
 from progressived.core.params import TableParams
 from progressived.engine.state import TableState
 from progressived.ledger import chain
-from progressived.ledger.commit import translate
-from progressived.ledger.errors import LedgerError
 from progressived.ledger.recovery import Recovery
 from progressived.ledger.rows import AppendResult, OutboxRow
+from progressived.storage.sqlite import SqliteStore, translate
 
 
 class LedgerHandle:
     """The open ledger's connection, lock and committed head (:class:`Ledger` writes)."""
 
-    def __init__(
-        self,
-        path: Path,
-        conn: sqlite3.Connection,
-        lock_fd: int,
-        params: TableParams,
-        snapshot_every: int,
-    ) -> None:
-        self._path = path
-        self._conn = conn
-        self._lock_fd = lock_fd
+    def __init__(self, store: SqliteStore, params: TableParams, snapshot_every: int) -> None:
+        self._store = store
+        self._path = store.path
+        self._conn = store.conn
         self._params = params
         self._table_id = params.table_id
         self._snapshot_every = snapshot_every
@@ -47,7 +39,6 @@ class LedgerHandle:
         self._head_seq = 0
         self._head_hash = chain.GENESIS
         self._since_snapshot = 0
-        self._closed = False
         self._stale = False  # a write failed: re-read the head before the next one
         self._mutex = threading.RLock()  # the daemon may write from executor threads
         self.recovery = Recovery(0, 0, 0.0)
@@ -118,13 +109,7 @@ class LedgerHandle:
             raise translate(exc, self._path) from None
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._conn.close()
-        finally:
-            os.close(self._lock_fd)
+        self._store.close()
 
     def __enter__(self) -> Self:
         return self
@@ -133,5 +118,4 @@ class LedgerHandle:
         self.close()
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise LedgerError(f"ledger {self._path} is closed")
+        self._store.check_open()

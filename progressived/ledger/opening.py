@@ -1,9 +1,10 @@
 """Opening a ledger file: whether it may be opened, preparing its connection, its first row.
 
 Apart from :mod:`progressived.ledger.store` (the writer) so that what opening checks and
-sets -- a missing or foreign ledger, WAL and ``synchronous=FULL``, schema migrations, the
-append-only triggers an older file lacks, the ``ledger_created`` row's content -- reads in
-one place.
+sets -- a foreign ledger, WAL and ``synchronous=FULL``, schema migrations, the append-only
+triggers an older file lacks, the ``ledger_created`` row's content -- reads in one place.
+Whether the file may be opened at all (missing, already there) and its lock are the storage
+adapter's (:class:`progressived.storage.sqlite.SqliteStore`).
 """
 
 from __future__ import annotations
@@ -15,25 +16,38 @@ from pathlib import Path
 
 from progressived.core.params import TableParams
 from progressived.ledger import chain, parameters, schema
-from progressived.ledger.commit import JOURNAL_SIZE_LIMIT, translate
-from progressived.ledger.errors import LedgerExists, LedgerMissing, LedgerUnavailable
+from progressived.ledger.errors import LedgerError, LedgerMissing, LedgerUnavailable
 from progressived.ledger.rows import Record
+from progressived.storage.sqlite import JOURNAL_SIZE_LIMIT, SqliteStore, translate
 
 
-def check_presence(path: Path, presence: str) -> None:
-    """``existing``: the directory and the file must be there; ``new``: the file must not."""
-    if presence == "new" and (path.exists() or path.is_symlink()):
-        raise LedgerExists(
-            f"{path} already exists: progressived init creates a new ledger and never "
-            "overwrites one"
-        )
-    if not path.parent.is_dir():
-        raise LedgerMissing(f"ledger directory {path.parent} does not exist")
-    if presence == "existing" and not path.exists():
-        raise LedgerMissing(
-            f"no ledger at {path}: a missing ledger is not an empty one; create a new table's "
-            "ledger with `progressived init --config FILE`, or fix [ledger] path"
-        )
+def check_text(label: str, ledger_id: str, at: str) -> None:
+    """The ledger's id and the time it is opened at must hash unambiguously (no ``|``, CR
+    or LF: :func:`progressived.ledger.chain.clean`), else :class:`LedgerError`."""
+    try:
+        chain.clean(label, ledger_id)
+        chain.clean("at", at)
+    except ValueError as exc:
+        raise LedgerError(str(exc)) from None
+
+
+def open_file(
+    path: Path, ledger_id: str, at: str, software: str, presence: str
+) -> tuple[SqliteStore, dict[str, str]]:
+    """Lock, connect and :func:`prepare` a ledger file (a table's or a link's); the store and
+    its ``meta``. ``presence``: ``any``, ``existing`` or ``new``
+    (:meth:`~progressived.storage.sqlite.SqliteStore.open`); a new file that could not be
+    made whole is removed, so the retry of ``init`` is not blocked by it."""
+    store = SqliteStore.open(path, presence)
+    try:
+        meta = prepare(store.conn, path, ledger_id, at, software, presence, store.transaction)
+    except BaseException:
+        if presence == "new":
+            store.remove()
+        else:
+            store.close()
+        raise
+    return store, meta
 
 
 def prepare(

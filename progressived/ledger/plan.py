@@ -6,7 +6,8 @@ transaction writes: journal rows with their hash chain, postings, balance rows, 
 keys, outbox messages, a recovery snapshot when one is due, and the head after it. It does
 no I/O, so the checks that refuse a call (unbalanced postings, a field that would make the
 hash ambiguous, the engine's balances differing from the postings) run before SQLite is
-touched, and the writer (:mod:`progressived.ledger.store`) only executes the plan.
+touched, and the writer (:mod:`progressived.ledger.store`, or the link's) hands the plan to a
+storage adapter (:mod:`progressived.storage.port`), which only inserts it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,11 @@ from progressived.engine.meter_requests import request_to_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
 from progressived.ledger.rows import AppendResult, Batch, JournalRow, Record, dumps, nonzero
+from progressived.storage.port import JournalValues
 
 ROUND_END = frozenset({"round_reconciled", "round_voided"})
 SNAPSHOT_EVERY = 1000  # rows: recovery replays at most about this many
 SNAPSHOT_AT_ROUND_END = 200  # rows: a snapshot at a round end once this many have passed
-
-JournalValues = tuple[
-    int, str, str, int | None, int, str, str, str, str | None, str, str, str
-]  # seq, at, table_id, round, seat, kind, category, actor, idem_key, data, hash, prev_hash
 
 
 @dataclass(frozen=True, slots=True)

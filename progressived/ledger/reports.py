@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -74,6 +74,28 @@ def export(path: Path | str, out: TextIO, fmt: str, since: int = 0) -> int:
     return count
 
 
+
+def head_fields(head: Sequence[Any] | None) -> dict[str, Any]:
+    """``head_seq``, ``head_hash`` and ``as_of`` of a ``(seq, at, hash)`` row (None: empty)."""
+    return {
+        "head_seq": int(head[0]) if head else 0,
+        "head_hash": str(head[2]) if head else chain.GENESIS,
+        "as_of": head[1] if head else None,
+    }
+
+
+def meter_figures(balances: Mapping[str, int], meter: str) -> dict[str, Any]:
+    """A meter's figures from the balances table (a table's and a link's ``meters`` alike)."""
+    return {
+        "display": display(balances.get(accounts.meter(meter), 0)),
+        "units": balances.get(accounts.meter(meter), 0),
+        "reserve_units": balances.get(accounts.reserve(meter), 0),
+        "overflow_units": balances.get(accounts.overflow(meter), 0),
+        "pending_units": balances.get(accounts.pending(meter), 0),
+        "paid_attendant_units": balances.get(accounts.paid_attendant(meter), 0),
+        "seed_funding_units": -balances.get(accounts.seed_funding(meter), 0),
+    }
+
 def meters(path: Path | str) -> dict[str, Any]:
     """The meters an operator or a regulator asks for, from the ledger alone."""
     conn = connect_readonly(path)
@@ -115,23 +137,10 @@ def meters(path: Path | str) -> dict[str, Any]:
     wagers = counts.get("wager_locked", 0) - counts.get("wager_refunded", 0)
     return {
         "table_id": table_id,
-        "head_seq": int(head[0]) if head else 0,
-        "head_hash": str(head[2]) if head else chain.GENESIS,
-        "as_of": head[1] if head else None,
+        **head_fields(head),
         "progressive_in": wagers,
         "wagers_units": -balances.get(accounts.WAGERS, 0),
-        "meters": {
-            m: {
-                "display": display(balances.get(accounts.meter(m), 0)),
-                "units": balances.get(accounts.meter(m), 0),
-                "reserve_units": balances.get(accounts.reserve(m), 0),
-                "overflow_units": balances.get(accounts.overflow(m), 0),
-                "pending_units": balances.get(accounts.pending(m), 0),
-                "paid_attendant_units": balances.get(accounts.paid_attendant(m), 0),
-                "seed_funding_units": -balances.get(accounts.seed_funding(m), 0),
-            }
-            for m in meter_ids(balances)
-        },
+        "meters": {m: meter_figures(balances, m) for m in meter_ids(balances)},
         "hands": hands,
         "paid_table_units": paid_table,
         "paid_tray_units": balances.get(accounts.PAID_TRAY, 0),

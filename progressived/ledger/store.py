@@ -3,20 +3,20 @@
 One process writes (an exclusive ``flock`` on ``PATH.lock`` makes sure of it). A write is
 two steps: :func:`progressived.ledger.plan.plan` (pure) turns the calls of one transaction
 into rows, postings, balance changes and hashes, refusing bad input before SQLite is
-touched; :func:`progressived.ledger.commit.commit` inserts them in one ``BEGIN IMMEDIATE``
-transaction under ``synchronous=FULL``, so a call that returned has been fsynced: that is
-what lets the daemon acknowledge an event only after ``append`` returns. The in-memory head
-(state, balances, last row and hash) only moves after COMMIT succeeded, so a failed write
-leaves the object exactly as it was and the call can be retried. Opening recovers the head
-from the latest snapshot (:mod:`progressived.ledger.recovery`).
+touched; the storage port's SQLite adapter (:class:`progressived.storage.sqlite.SqliteStore`)
+inserts them in one ``BEGIN IMMEDIATE`` transaction under ``synchronous=FULL``, so a call
+that returned has been fsynced: that is what lets the daemon acknowledge an event only
+after ``append`` returns. The in-memory head (state, balances, last row and hash) only
+moves after COMMIT succeeded, so a failed write leaves the object exactly as it was and the
+call can be retried. Opening recovers the head from the latest snapshot
+(:mod:`progressived.ledger.recovery`).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +24,8 @@ from progressived.core.params import TableParams
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import chain, opening, parameters, plan
-from progressived.ledger.commit import (
-    BUSY_TIMEOUT_MS,
-    Statement,
-    commit,
-    known_keys,
-    transaction,
-    translate,
-)
-from progressived.ledger.commit import lock as _lock
+from progressived.ledger import opening, parameters, plan
+from progressived.ledger.commit import commit
 from progressived.ledger.errors import (
     LedgerError,
     LedgerMismatch,
@@ -53,6 +45,8 @@ from progressived.ledger.rows import (
     OutboxRow,
 )
 from progressived.ledger.rows import Record as _Record
+from progressived.storage.port import Statement
+from progressived.storage.sqlite import translate
 
 __all__ = [  # re-exported: the names callers imported from here before the split
     "AppendResult",
@@ -136,42 +130,26 @@ class Ledger(LedgerHandle):
         created_by: Mapping[str, str],
     ) -> Ledger:
         """``presence``: ``any`` (create if missing), ``existing`` or ``new``."""
+        opening.check_text("table id", params.table_id, at)
+        store, meta = opening.open_file(path, params.table_id, at, software, presence)
+        ledger = cls(store, params, snapshot_every)
         try:
-            chain.clean("table id", params.table_id)
-            chain.clean("at", at)
-        except ValueError as exc:
-            raise LedgerError(str(exc)) from None
-        if presence != "any":
-            opening.check_presence(path, presence)
-        lock_fd = _lock(path)
-        try:
-            if presence != "any":
-                opening.check_presence(path, presence)  # again, now no other process can init it
-            conn = sqlite3.connect(
-                path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            os.close(lock_fd)
-            raise translate(exc, path) from None
+            ledger._setup(at, software, created_by, meta)
         except BaseException:
-            os.close(lock_fd)
-            raise
-        ledger = cls(path, conn, lock_fd, params, snapshot_every)
-        try:
-            ledger._setup(at, software, presence, created_by)
-        except BaseException:
-            ledger.close()
             if presence == "new":  # a half-made ledger must not block the retry of init
-                for leftover in ("", "-wal", "-shm", "-journal"):
-                    with suppress(FileNotFoundError):
-                        path.with_name(path.name + leftover).unlink()
+                store.remove()
+            else:
+                ledger.close()
             raise
         return ledger
 
-    def _setup(self, at: str, software: str, presence: str, created_by: Mapping[str, str]) -> None:
-        meta = opening.prepare(
-            self._conn, self._path, self._table_id, at, software, presence, self._transaction
-        )
+    def _setup(
+        self,
+        at: str,
+        software: str,
+        created_by: Mapping[str, str],
+        meta: Mapping[str, str],
+    ) -> None:
         if meta.get("table_id") != self._table_id:
             raise LedgerMismatch(
                 f"ledger {self._path} belongs to table {meta.get('table_id')!r}, "
@@ -284,7 +262,7 @@ class Ledger(LedgerHandle):
             self._check_open()
             self._conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                with self._transaction():
+                with self._store.transaction():
                     self._conn.executemany(
                         "DELETE FROM outbox WHERE id = ?", [(int(i),) for i in ids]
                     )
@@ -293,12 +271,6 @@ class Ledger(LedgerHandle):
                     self._conn.execute("PRAGMA synchronous = FULL")
 
     # ------------------------------------------------------------------ internals
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._check_open()
-        with transaction(self._conn, self._path):
-            yield
 
     def _write(
         self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
@@ -324,7 +296,8 @@ class Ledger(LedgerHandle):
         head = Head(
             self._head_seq, self._head_hash, self._balances, self._state, self._since_snapshot
         )
-        known = known_keys(self._conn, (item.idempotency_key for item in items), self._path)
+        first = self._store.known_keys(item.idempotency_key for item in items)
+        known = {key: AppendResult(*seqs) for key, seqs in first.items()}
         try:
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
@@ -333,7 +306,7 @@ class Ledger(LedgerHandle):
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results
-        commit(self._conn, rows, self._path, extra)
+        commit(self._store, rows, extra)
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)

@@ -25,9 +25,18 @@ class LinkJournal(Protocol):
         Each step's ``Applied`` events become ``link_applied`` rows (with their postings and
         the table's new high-water mark), its ``Refused`` events ``link_refused`` rows; then
         ``book`` is the last step's state and ``head`` the new head. Raises
-        :class:`~progressived.ledger.LedgerUnavailable` on a disk or lock error, leaving
-        ``book`` and ``head`` as they were.
+        :class:`~progressived.ledger.LedgerUnavailable` on a disk, lock or connection error,
+        leaving ``book`` and ``head`` as they were (after a lost connection the commit may
+        have happened: the next call re-reads the ledger first), and
+        :class:`~progressived.ledger.Fenced` when another controller holds the ledger now.
         """
+        ...
+
+    def renew(self) -> None:
+        """Keep the ledger's lease while no batch is committed (a ledger in a database;
+        a no-op without a lease). Raises :class:`~progressived.ledger.Fenced` when another
+        controller holds the ledger now, :class:`~progressived.ledger.LedgerUnavailable`
+        when the database cannot be reached."""
         ...
 
     def close(self) -> None: ...

@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from progressived.config.daemon import (
     ControlSection,
@@ -34,8 +34,10 @@ from progressived.config.daemon import (
 from progressived.config.paytables import Paytable, PaytableError, find_paytable
 from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.core.money import MoneyError, dollars, rate
+from progressived.ledger.errors import LedgerUnavailable
 from progressived.link.core import params as lp
 from progressived.mqtt.config import MqttSection
+from progressived.storage.location import has_password, is_url
 
 Amount = Decimal | int | str
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -75,7 +77,50 @@ class LinkMetricsSection(MetricsSection):
 
 
 class LinkLedgerSection(LedgerSection):
+    """The link ledger: a file (``path``, the default) or a PostgreSQL database (``url``),
+    exactly one. A URL carries no password: ``password_file`` (the password alone), or
+    libpq's ``PGPASSFILE`` / ``~/.pgpass``. In a database the controller writes under a
+    lease of ``lease_s`` seconds (docs/link.md)."""
+
     path: Path = Path("/var/lib/progressived-link/link.db")
+    url: str | None = Field(default=None, min_length=1, max_length=2000)
+    password_file: Path | None = None
+    lease_s: float = Field(default=10.0, ge=1, le=300)
+    holder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+
+    @model_validator(mode="after")
+    def _one_place(self) -> LinkLedgerSection:
+        if self.url is None:
+            if self.password_file is not None or self.holder is not None:
+                raise ValueError("password_file and holder are for a ledger in a database (url)")
+            return self
+        if "path" in self.model_fields_set:
+            raise ValueError("give path (a file) or url (PostgreSQL), not both")
+        if not is_url(self.url):
+            raise ValueError("url must be a postgresql:// URL")
+        if has_password(self.url):
+            raise ValueError(
+                "url holds a password: put it in password_file or PGPASSFILE, never in the "
+                "configuration file"
+            )
+        return self
+
+    @property
+    def location(self) -> Path | str:
+        """Where the ledger is: the URL when there is one, else the file."""
+        return self.path if self.url is None else self.url
+
+    def password(self) -> str | None:
+        """The database password from ``password_file`` (first line), if one is named."""
+        if self.password_file is None:
+            return None
+        try:
+            lines = self.password_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerUnavailable(
+                f"ledger.password_file: cannot read {self.password_file}: {exc}"
+            ) from None
+        return lines[0].strip() if lines else ""
 
 
 class LinkControlSection(ControlSection):
@@ -103,7 +148,7 @@ class LinkConfig:
     batch_max: int
     paytables: tuple[Path, ...]  # the paytable files the meters cite (for the self-check)
     mqtt: MqttSection
-    ledger: LedgerSection
+    ledger: LinkLedgerSection
     metrics: MetricsSection
     control: ControlSection
     log: LogSection
@@ -205,6 +250,12 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
         lp.validate(params)
     except lp.LinkParamsError as exc:
         raise ConfigError(f"{src}: {exc}") from None
+    ledger = model.ledger.model_copy(update={"path": resolved(source, model.ledger.path)})
+    if ledger.password_file is not None:
+        secret = resolved(source, ledger.password_file)
+        if not secret.is_file():
+            raise ConfigError(f"{src}: ledger.password_file: no such file {secret}")
+        ledger = ledger.model_copy(update={"password_file": secret})
     cited = {Path(find_paytable(m.paytable, folder).source) for m in link.meters}
     return LinkConfig(
         source=source,
@@ -214,7 +265,7 @@ def link_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") ->
         batch_max=link.batch_max,
         paytables=tuple(sorted(p for p in cited if p.is_file())),
         mqtt=mqtt,
-        ledger=model.ledger.model_copy(update={"path": resolved(source, model.ledger.path)}),
+        ledger=ledger,
         metrics=model.metrics,
         control=model.control.model_copy(update={"socket": resolved(source, model.control.socket)}),
         log=model.log,

@@ -25,7 +25,7 @@ import structlog
 from progressived import __version__
 from progressived.core.money import cents, display
 from progressived.engine import accounts
-from progressived.ledger import LedgerError, LedgerUnavailable
+from progressived.ledger import Fenced, LedgerError, LedgerUnavailable
 from progressived.link.core import batch as lb
 from progressived.link.core import book
 from progressived.link.core.messages import LinkedMeter, encode, to_table_topic
@@ -41,6 +41,7 @@ log = structlog.get_logger("progressived.link")
 T = TypeVar("T")
 INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
 HEARD_WINDOW_S = 60.0  # a table is "heard" if it sent anything this recently
+FENCED_EXIT = 5  # the ledger is another controller's now (docs/operations.md: exit 5)
 
 
 class RateLimitedLog:
@@ -105,6 +106,7 @@ class LinkController:
         self._exit_status = 0
         self._interrupted = False
         self._loop_beat = time.monotonic()
+        self._lease_unrenewed = False
 
     # ------------------------------------------------------------------ ledger thread
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
@@ -125,6 +127,9 @@ class LinkController:
             started = time.perf_counter()
             try:
                 await self.db(j.commit, outcome.steps)
+            except Fenced as exc:
+                self.fenced(exc)
+                return lb.Outcome(state=j.book)
             except LedgerUnavailable as exc:
                 if self.ledger_error is None:
                     log.error(
@@ -154,6 +159,30 @@ class LinkController:
         self._log_refusals(outcome)
         self.mqtt.send([*outcome.replies, *self._changed_meters()])
         return outcome
+
+    def fenced(self, exc: Fenced) -> None:
+        """Another controller holds the link's ledger now: answer nothing more, stop (exit
+        status 5, docs/link.md)."""
+        log.error(
+            "link ledger lease lost: another controller serves the link; stopping", error=str(exc)
+        )
+        self.ledger_error = str(exc)
+        self._exit_status = FENCED_EXIT
+        self._stop.set()
+
+    async def _keep_lease(self) -> None:
+        """Renew the ledger's lease (a ledger in a database; nothing on a file). A database
+        out of reach is logged once; the commits that fail meanwhile say the rest."""
+        try:
+            await self.db(self.ledger.renew)
+        except Fenced as exc:
+            self.fenced(exc)
+        except LedgerUnavailable as exc:
+            if not self._lease_unrenewed:
+                log.warning("link ledger lease not renewed", error=str(exc))
+            self._lease_unrenewed = True
+        else:
+            self._lease_unrenewed = False
 
     def _log_refusals(self, outcome: lb.Outcome) -> None:
         for r in outcome.refusals:
@@ -213,6 +242,7 @@ class LinkController:
         interval = self.config.heartbeat_s
         while True:
             self._loop_beat = time.monotonic()
+            await self._keep_lease()
             if self.mqtt.connected:
                 self.mqtt.send(self.heartbeats())
             if self.ledger_error is None:

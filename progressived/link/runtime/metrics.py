@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -19,8 +18,7 @@ from progressived.core.money import cents
 from progressived.engine import accounts
 from progressived.link.core import params as lp
 from progressived.link.core.state import BookState
-from progressived.runtime.listen import serve_metrics
-from progressived.runtime.metrics import LATENCY_BUCKETS
+from progressived.runtime.metrics import LATENCY_BUCKETS, Endpoint
 
 BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 OUTCOMES = ("applied", "refused", "resend", "duplicate")
@@ -81,7 +79,7 @@ class _Scrape(Collector):
             yield gauge
 
 
-class LinkMetrics:
+class LinkMetrics(Endpoint):
     """The registry, the counters the controller updates, and the HTTP endpoint."""
 
     def __init__(
@@ -127,9 +125,3 @@ class LinkMetrics:
         for outcome, n in counts.items():
             if n:
                 self.messages.labels(self.link, outcome).inc(n)
-
-    def serve(self, address: str, port: int) -> int:
-        return serve_metrics(self.registry, address, port, "[metrics]")
-
-    def exposition(self) -> bytes:
-        return prometheus_client.generate_latest(self.registry)

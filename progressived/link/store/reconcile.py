@@ -120,27 +120,30 @@ def _has_row(conn: sqlite3.Connection, head: Any) -> str | None:
     return None
 
 
-def _verify(path: Path, name: str, out: Outcome) -> None:
+def _verify(path: Path, name: str, out: Outcome, shown_as: str | None = None) -> None:
+    label = shown_as or str(path)
     try:
         report = verify(path, replay=False, kinds=audit.KINDS)
     except LedgerError as exc:
-        out.add("ledger-broken", name, None, f"{path}: {exc}", ledger=str(path))
+        out.add("ledger-broken", name, None, f"{label}: {exc}", ledger=label)
         return
     for problem in report.problems[:PROBLEMS_PER_LEDGER]:
-        out.add("ledger-broken", name, problem.seq, f"{path}: {problem}", ledger=str(path))
+        out.add("ledger-broken", name, problem.seq, f"{label}: {problem}", ledger=label)
     if len(report.problems) > PROBLEMS_PER_LEDGER:
         more = len(report.problems) - PROBLEMS_PER_LEDGER
-        out.add("ledger-broken", name, None, f"{path}: {more} more problems", ledger=str(path))
+        out.add("ledger-broken", name, None, f"{label}: {more} more problems", ledger=label)
 
 
-def reconcile(link_db: Path, table_dbs: list[Path]) -> Report:
-    """Compare; raises :class:`Unusable` when a ledger is missing or of the wrong kind."""
+def reconcile(link_db: Path, table_dbs: list[Path], *, link_name: str | None = None) -> Report:
+    """Compare; raises :class:`Unusable` when a ledger is missing or of the wrong kind.
+    ``link_name``: how to name the link ledger in the report (a database's URL, when
+    ``link_db`` is the copy read from it)."""
     link_conn = _open(link_db, "link")
     table_conns: list[tuple[Path, sqlite3.Connection]] = []
     try:
         for path in table_dbs:
             table_conns.append((path, _open(path, "table")))
-        return _reconcile(link_db, link_conn, table_conns)
+        return _reconcile(link_db, link_conn, table_conns, link_name or str(link_db))
     finally:
         link_conn.close()
         for _, conn in table_conns:
@@ -148,12 +151,15 @@ def reconcile(link_db: Path, table_dbs: list[Path]) -> Report:
 
 
 def _reconcile(
-    link_db: Path, link_conn: sqlite3.Connection, tables: list[tuple[Path, sqlite3.Connection]]
+    link_db: Path,
+    link_conn: sqlite3.Connection,
+    tables: list[tuple[Path, sqlite3.Connection]],
+    link_name: str,
 ) -> Report:
     link_id = _meta(link_conn, "link_id")
-    report = Report(link_id, str(link_db))
+    report = Report(link_id, link_name)
     out = report.outcome
-    _verify(link_db, link_id, out)
+    _verify(link_db, link_id, out, link_name)
     head = int(link_conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
     params, state = audit.state_of(link_conn, head)
     sides: dict[str, LinkSide] = {}

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from progressived.core.money import display, display_exact
-from progressived.engine import accounts
 from progressived.ledger.readonly import connect_readonly
+from progressived.ledger.reports import head_fields, meter_figures
 from progressived.ledger.verify import meter_ids
 from progressived.link.core import params as lp
 from progressived.link.store import audit
@@ -42,19 +42,11 @@ def meters(path: Path | str) -> dict[str, Any]:
     return {
         "ledger_kind": "link",
         "link_id": meta.get("link_id"),
-        "head_seq": int(head[0]) if head else 0,
-        "head_hash": str(head[2]) if head else "0" * 64,
-        "as_of": head[1] if head else None,
+        **head_fields(head),
         "messages_applied": counts,
         "meters": {
             m: {
-                "display": display(balances.get(accounts.meter(m), 0)),
-                "units": balances.get(accounts.meter(m), 0),
-                "reserve_units": balances.get(accounts.reserve(m), 0),
-                "overflow_units": balances.get(accounts.overflow(m), 0),
-                "pending_units": balances.get(accounts.pending(m), 0),
-                "paid_attendant_units": balances.get(accounts.paid_attendant(m), 0),
-                "seed_funding_units": -balances.get(accounts.seed_funding(m), 0),
+                **meter_figures(balances, m),
                 "wagers_units": -balances.get(lp.linked_wagers(m), 0),
                 "house_retained_units": -balances.get(lp.house_retained(m), 0),
                 "identity_gap_units": gaps[m],
