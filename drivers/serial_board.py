@@ -4,7 +4,7 @@ Open the board by a stable path: on Linux a USB serial adapter appears as
 ``/dev/serial/by-id/usb-<vendor>_<product>_<serial>-if00-port0`` (a symlink that keeps its
 name across replugs and reboots, unlike ``/dev/ttyUSB0``). When the port disappears (USB
 unplug, pty closed) the driver reports :class:`BoardOffline` and reopens the same path with
-exponential backoff until the board is back.
+exponential backoff (jittered, :class:`progressived.backoff.Backoff`) until the board is back.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from drivers.board_settings import (
 )
 from drivers.serial_receive import BoardReceiver
 from drivers.wire_log import DriverLog
+from progressived.backoff import Backoff
 from progressived.lights import Light
 
 __all__ = [
@@ -162,7 +163,7 @@ class SerialBoardDriver(BoardReceiver):
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        backoff = self.settings.reconnect_initial_s
+        backoff = Backoff(self.settings.reconnect_initial_s, self.settings.reconnect_max_s)
         opened_before = False
         while not self._stop.is_set():
             link = _Link(self)
@@ -176,9 +177,9 @@ class SerialBoardDriver(BoardReceiver):
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
-                self._log.connect_failed(str(exc), backoff, self._now())
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+                delay = backoff.next()
+                self._log.connect_failed(str(exc), delay, self._now())
+                await self._sleep(delay)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
@@ -187,11 +188,10 @@ class SerialBoardDriver(BoardReceiver):
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
-                backoff = self.settings.reconnect_initial_s
+                backoff.reset()
             if not self._stop.is_set():
                 self._log.warning("board.port_lost", reason=link.reason)
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+                await self._sleep(backoff.next())
         if self._online:
             self._go_offline("driver stopped")
 

@@ -23,7 +23,7 @@ from progressived.mqtt.publisher import SignPublisher
 from progressived.sign import run_sign
 from progressived.sign_broker import BrokerLogin, not_authorised
 from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts
-from tests.test_mqtt_publisher import MemoryOutbox
+from tests.test_mqtt_publisher import MemoryOutbox, sign_publisher
 
 TCP07_METER = "progressive/table/tcp-07/meter/main"
 TCP07_STATUS = "progressive/table/tcp-07/status"
@@ -57,7 +57,7 @@ def controller(broker: DocBroker, table: str, tmp: Path) -> SignPublisher:
         reconnect_initial_s=0.1,
         reconnect_max_s=0.5,
     )
-    return SignPublisher(settings, Topics("progressive", table), MemoryOutbox(), version="0.1.0")
+    return sign_publisher(settings, Topics("progressive", table), MemoryOutbox(), version="0.1.0")
 
 
 def meter(table: str, cents: int, seq: int) -> dict[str, object]:
@@ -73,7 +73,7 @@ def meter(table: str, cents: int, seq: int) -> dict[str, object]:
 
 @contextlib.asynccontextmanager
 async def running(publisher: SignPublisher) -> AsyncIterator[SignPublisher]:
-    task = asyncio.create_task(publisher.run())
+    task = asyncio.create_task(publisher.session.run())
     try:
         yield publisher
     finally:

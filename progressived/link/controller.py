@@ -332,7 +332,7 @@ class LinkController:
         with contextlib.suppress(asyncio.CancelledError):
             await process
         await self.mqtt.drain(2.0)
-        self.mqtt.stop()
+        await self.mqtt.stop()
         await control.stop()
         for task in tasks:
             task.cancel()
