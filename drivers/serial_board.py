@@ -36,6 +36,8 @@ from drivers.wire_log import DriverLog
 from progressived.backoff import Backoff
 from progressived.lights import Light
 
+STOPPED = "driver stopped"  # the offline reason of a stop asked for
+
 __all__ = [
     "DRIVER_COUNTERS",
     "BoardSettings",
@@ -193,7 +195,7 @@ class SerialBoardDriver(BoardReceiver):
                 self._log.warning("board.port_lost", reason=link.reason)
                 await self._sleep(backoff.next())
         if self._online:
-            self._go_offline("driver stopped")
+            self._go_offline(STOPPED)
 
     # ------------------------------------------------------------------ connection
 
@@ -229,7 +231,7 @@ class SerialBoardDriver(BoardReceiver):
             if not transport.is_closing():
                 transport.abort()
         if self._online:
-            self._go_offline(link.reason if not self._stop.is_set() else "driver stopped")
+            self._go_offline(link.reason if not self._stop.is_set() else STOPPED)
 
     def _tick(self) -> None:
         try:
@@ -308,7 +310,9 @@ class SerialBoardDriver(BoardReceiver):
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        self._log.warning("board.offline", board_id=self._board_id, reason=reason)
+        # A stop asked for (the daemon's clean stop) is no fault: not a warning.
+        say = self._log.info if reason == STOPPED else self._log.warning
+        say("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
     def key_handled(self, event: KeyPressed) -> None:
