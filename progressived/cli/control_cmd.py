@@ -74,7 +74,7 @@ def _render_link_status(status: dict[str, Any]) -> str:
         lines.append(f"table {table}: high-water {t['hwm']}, heard {heard}")
     counts = ", ".join(f"{k} {v}" for k, v in status["messages"].items())
     lines.append(f"messages: {counts} (batches {status['batches']})")
-    lines.append(f"broker: {'connected' if status['broker']['connected'] else 'DISCONNECTED'}")
+    lines.append(f"broker: {_broker_line(status['broker'])}")
     ledger = status["ledger"]
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")

@@ -253,7 +253,13 @@ class LinkController:
             "tables": tables,
             "messages": dict(self.counts),
             "batches": self.batches,
-            "broker": {"connected": self.mqtt.connected},
+            "broker": {
+                "connected": self.mqtt.connected,
+                "state": self.mqtt.session.state,
+                "error": self.mqtt.session.detail,
+                "denied": dict(sorted(self.mqtt.session.denied.items())),
+                "denied_total": self.mqtt.session.denied_total,
+            },
             "ledger": {
                 "ok": self.ledger_error is None,
                 "error": self.ledger_error or "",
