@@ -217,3 +217,23 @@ async def test_a_broker_that_speaks_only_mqtt_3_1_1_is_spoken_to_in_3_1_1(tmp_pa
         assert ("downgraded", None) in events.seen
     finally:
         broker.stop()
+
+
+async def test_a_publish_awaiting_its_puback_fails_as_soon_as_the_connection_is_lost() -> None:
+    """A frozen broker holds the PUBACK; when it dies the publish fails at once, not after
+    its 30 s timeout (the publisher's pump would otherwise sit out the timeout)."""
+    with Mosquitto() as broker:
+        session = MqttSession(options(broker, keepalive_s=30))
+        async with running(session):
+            await until(lambda: session.connected, "the connection")
+            broker.freeze()
+            publish = asyncio.create_task(session.publish("t/x", b"1", timeout=30.0))
+            await asyncio.sleep(0.2)  # written to the socket; no PUBACK can come
+            assert not publish.done()
+            assert broker.proc is not None
+            broker.proc.kill()  # SIGKILL while stopped: it never answers
+            broker.proc.wait(10)
+            started = time.monotonic()
+            with pytest.raises(aiomqtt.MqttError):
+                await asyncio.wait_for(publish, 10)
+            assert time.monotonic() - started < 5

@@ -21,7 +21,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import aiomqtt
 import paho.mqtt.client as paho
@@ -135,20 +135,21 @@ class SessionClient(aiomqtt.Client):
         if not info.is_published():
             confirmation = asyncio.Event()
             with self._pending_call(info.mid, confirmation, self._pending_publishes):
-                await self._wait_for(self._acknowledged(confirmation), timeout=timeout)
+                await self._wait_for(confirmation.wait(), timeout=timeout)
+            if not info.is_published():  # woken by the lost connection, not by a PUBACK
+                raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
         return self._refusals.pop(info.mid, None)
 
-    async def _acknowledged(self, confirmation: asyncio.Event) -> None:
-        """Until the PUBACK, or fail as soon as the connection is lost (aiomqtt would wait
-        for the whole timeout: a lost PUBACK never comes)."""
-        waiter: asyncio.Future[Any] = asyncio.ensure_future(confirmation.wait())
-        either: set[asyncio.Future[Any]] = {waiter, self._disconnected}
-        try:
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        if not confirmation.is_set():
-            raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
+    async def __aenter__(self) -> Self:
+        await super().__aenter__()
+        self._disconnected.add_done_callback(self._release_pending)
+        return self
+
+    def _release_pending(self, _: asyncio.Future[None]) -> None:
+        """The connection is gone: no PUBACK will come, so every publish awaiting one fails
+        now (aiomqtt would let each wait for its whole timeout)."""
+        for event in list(self._pending_publishes.values()):
+            event.set()
 
 
 def new_client(
