@@ -192,7 +192,8 @@ class MqttSession:
             will = await self.will() if self.will is not None else None
             client = new_client(self.options, v5=self.v5, will=will)
             began: float | None = None
-            ended: tuple[BaseException | None] | None = None  # the failure, once noted
+            failure: BaseException | None = None
+            noted = False
             try:
                 async with client:
                     began = time.monotonic()
@@ -202,7 +203,7 @@ class MqttSession:
                     except (aiomqtt.MqttError, NotAuthorised) as exc:
                         # Noted now, before the clean disconnect below, which can take its
                         # time against a broker that stopped answering.
-                        ended = (exc,)
+                        failure, noted = exc, True
                         self._ended(exc, began)
                         raise
                     finally:
@@ -213,18 +214,13 @@ class MqttSession:
                     for observer in self.observers:
                         observer.downgraded(self)
                     continue
-                ended = ended or (exc,)
+                failure = failure or exc
             if self._stopping:
                 break
-            if ended is None:  # the connection ended without an error
-                ended = (None,)
-            if began is None or self.state == CONNECTED:
-                self._ended(ended[0], began)
-            delay = (
-                None
-                if self.state == NOT_AUTHORISED and self.give_up_refused
-                else (self.backoff.next())
-            )
+            if not noted:  # the attempt failed, or the broker closed the connection cleanly
+                self._ended(failure, began)
+            giving_up = self.state == NOT_AUTHORISED and self.give_up_refused
+            delay = None if giving_up else self.backoff.next()
             for observer in self.observers:
                 observer.disconnected(self, delay)
             if delay is None:
