@@ -1,7 +1,8 @@
 """A real Mosquitto configured exactly as docs/mqtt.md says: its conf, ACL and accounts.
 
 The conf, ACL and ``mosquitto_passwd`` blocks are read from the doc; only the listener
-(a free loopback port) and the file locations (the broker's work directory) differ.
+(a free loopback port) and the file locations (the broker's work directory) differ, and
+``persistence_location`` (which Debian's main mosquitto.conf sets) is added.
 """
 
 from __future__ import annotations
@@ -44,14 +45,28 @@ def doc_accounts() -> list[str]:
 
 @dataclass
 class DocBroker(Mosquitto):
-    """Mosquitto with the doc's listener settings, ACL file and password file."""
+    """Mosquitto with the doc's settings, ACL file and password file.
+
+    ``accounts`` are the accounts made (the doc's by default); ``acl`` replaces the doc's ACL
+    (e.g. one written by ``progressivectl broker-acl`` for other tables).
+    """
 
     accounts: dict[str, str] = field(default_factory=lambda: dict(PASSWORDS))
+    acl: str | None = None
     tls: bool = False  # a TLS listener with a private CA (``ca``), made in the work directory
 
     @property
     def ca(self) -> Path:
         return self.workdir / "ca.crt"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "mosquitto.log"
+
+    def warnings(self) -> list[str]:
+        """The lines of Mosquitto's log that warn or report an error."""
+        text = self.log_path.read_text() if self.log_path.exists() else ""
+        return [line for line in text.splitlines() if "Warning" in line or "Error" in line]
 
     def _listener(self) -> str:
         line = f"listener {self.port} {self.host}"
@@ -68,29 +83,34 @@ class DocBroker(Mosquitto):
         passwd = self.workdir / "passwd"
         acl = self.workdir / "progressive.acl"
         if not passwd.exists():
-            for user in doc_accounts():
-                create = ["-c"] if not passwd.exists() else []
+            passwd.touch()
+            for user, password in self.accounts.items():
                 subprocess.run(
-                    ["mosquitto_passwd", *create, "-b", str(passwd), user, self.accounts[user]],
+                    ["mosquitto_passwd", "-b", str(passwd), user, password],
                     check=True,
                     capture_output=True,
                 )
-            acl.write_text(doc_block("`/etc/mosquitto/progressive.acl`"))
+            acl.write_text(self.acl or doc_block("`/etc/mosquitto/progressive.acl`"))
             shutil.chown(passwd, "mosquitto", "mosquitto")
             passwd.chmod(0o600)
             shutil.chown(acl, "mosquitto", "mosquitto")
-        conf_lines = [
-            self._listener()
-            if line.startswith("listener ")
-            else line.replace("/etc/mosquitto/passwd", str(passwd)).replace(
-                "/etc/mosquitto/progressive.acl", str(acl)
+        # The doc's listeners (the floor address, loopback) become one on this test's port.
+        conf_lines: list[str] = []
+        for line in doc_block("`/etc/mosquitto/conf.d/progressive.conf`").splitlines():
+            if line.startswith("listener "):
+                if not any(c.startswith("listener ") for c in conf_lines):
+                    conf_lines.append(self._listener())
+                continue
+            conf_lines.append(
+                line.replace("/etc/mosquitto/passwd", str(passwd)).replace(
+                    "/etc/mosquitto/progressive.acl", str(acl)
+                )
             )
-            for line in doc_block("`/etc/mosquitto/conf.d/progressive.conf`").splitlines()
-        ]
+        # What Debian's own mosquitto.conf adds (the doc's persistence goes there), and the log.
         conf = self.workdir / "mosquitto.conf"
         conf.write_text(
             "\n".join(conf_lines)
-            + f"\npersistence false\nlog_dest file {self.workdir / 'mosquitto.log'}\n"
+            + f"\npersistence_location {self.workdir}/\nlog_dest file {self.log_path}\n"
         )
         self.proc = subprocess.Popen(
             [self.binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -388,6 +388,39 @@ def test_every_link_metric_of_a_linked_table_is_documented() -> None:
     assert not missing, f"docs/operations.md does not document {missing}"
 
 
+def test_the_tables_broker_metrics_are_documented() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    for name in ("progressive_broker_connected", "progressive_broker_publish_denied_total"):
+        assert f"`{name}`" in text, name
+
+
+def test_mqtt_md_states_the_loss_bound_backoff_and_client_ids_the_code_uses() -> None:
+    """docs/mqtt.md, "Reconnecting" and "Accounts and client ids", against the code."""
+    from progressived.mqtt.client import BrokerOptions
+    from progressived.mqtt.config import MqttSection
+    from progressived.runtime.backoff import Backoff
+
+    text = " ".join(MQTT_DOC.read_text().split())
+    section = MqttSection()
+    bound = BrokerOptions(keepalive_s=section.keepalive_s).loss_bound_s
+    assert "**2 × `keepalive_s` + 2 s**" in text
+    assert f"({bound:g} s with the default {section.keepalive_s} s)" in text
+    backoff = Backoff(section.reconnect_initial_s, section.reconnect_max_s)
+    windows = []
+    for _ in range(3):
+        step = backoff.step()
+        windows.append(f"{step / 2:g}–{step:g} s")
+        backoff.next()
+    assert f"{', '.join(windows)}, ... then {backoff.max_s / 2:g}–{backoff.max_s:g} s" in text
+    # user name = client id for a table (its id), a link controller (its id)
+    table = MqttSection(username="tcp-07").broker_options("progressived-tcp-07")
+    link = MqttSection().broker_options("link-a", default_username="link-a")
+    anonymous = MqttSection().broker_options("progressived-tcp-07")
+    assert (table.client_id, link.client_id) == ("tcp-07", "link-a")
+    assert anonymous.client_id == "progressived-tcp-07" and "`progressived-<table-id>`" in text
+    assert "use_username_as_clientid true" in text  # the broker binds them
+
+
 def journaled_system_kinds() -> set[str]:
     """The kinds the code passes to a ledger ``record`` (called directly or handed on)."""
     kinds: set[str] = set()

@@ -8,12 +8,10 @@ do get through are the protocol's, answered by the link book.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiomqtt
@@ -21,11 +19,13 @@ import pytest
 
 from progressived.link.core import book
 from progressived.link.core import messages as m
-from progressived.testing.broker import Mosquitto, wait_for_port
-from tests.doc_broker import doc_block
+from progressived.mqtt.acl import LinkAccounts, floor_acl
+from tests.doc_broker import PASSWORDS as DOC_PASSWORDS
+from tests.doc_broker import DocBroker, doc_block
 from tests.link_sim import LINK_HEAD, SimTable, link_params
 
 LINK_DOC = Path(__file__).parent.parent / "docs" / "link.md"
+# The accounts of the link tests that are not the doc's own floor (tables t1 and t2).
 PASSWORDS = {"t1": "pw-t1", "t2": "pw-t2", "link-a": "pw-link-a", "sign-lobby": "pw-sign"}
 P = "progressive"
 
@@ -45,49 +45,32 @@ def doc_acl() -> str:
 
 
 @dataclass
-class LinkBroker(Mosquitto):
-    """Mosquitto with per-client passwords and docs/link.md's ACL (loopback, free port)."""
+class LinkBroker(DocBroker):
+    """The doc's broker for a floor of other tables: link-a over ``tables``, the ACL written
+    as ``progressivectl broker-acl`` writes it, per-client passwords (loopback, free port)."""
+
+    tables: tuple[str, ...] = ("t1", "t2")
+    accounts: dict[str, str] = field(default_factory=lambda: dict(PASSWORDS))
 
     def start(self) -> LinkBroker:
-        self.binary = self.binary or shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        self.workdir.chmod(0o777)
-        passwd, acl = self.workdir / "passwd", self.workdir / "link.acl"
-        for user, password in PASSWORDS.items():
-            create = [] if passwd.exists() else ["-c"]
-            subprocess.run(
-                ["mosquitto_passwd", *create, "-b", str(passwd), user, password],
-                check=True,
-                capture_output=True,
-            )
-        acl.write_text(doc_acl())
-        for path in (passwd, acl):
-            with contextlib.suppress(PermissionError, LookupError):
-                shutil.chown(path, "mosquitto", "mosquitto")
-            path.chmod(0o600)
-        conf = self.workdir / "mosquitto.conf"
-        conf.write_text(
-            f"listener {self.port} {self.host}\nallow_anonymous false\n"
-            f"password_file {passwd}\nacl_file {acl}\npersistence false\n"
-            f"log_dest file {self.workdir / 'mosquitto.log'}\n"
-        )
-        self.proc = subprocess.Popen(
-            [self.binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        wait_for_port(self.host, self.port)
+        links = [LinkAccounts("link-a", "link-a", self.tables)]
+        self.acl = floor_acl(P, links, ["sign-lobby"])
+        super().start()
         return self
 
 
 @pytest.fixture
-def broker() -> Iterator[LinkBroker]:
-    b = LinkBroker().start()
-    try:
+def broker() -> Iterator[DocBroker]:
+    """The doc's floor: its configuration, ACL and accounts (link-a over tcp-07, tcp-08)."""
+    doc_acl()  # docs/link.md agrees with it
+    with DocBroker() as b:
         yield b
-    finally:
-        b.stop()
 
 
-def client(broker: LinkBroker, user: str) -> aiomqtt.Client:
-    return aiomqtt.Client(broker.host, broker.port, username=user, password=PASSWORDS[user])
+def client(broker: DocBroker, user: str) -> aiomqtt.Client:
+    return aiomqtt.Client(
+        broker.host, broker.port, username=user, password=DOC_PASSWORDS[user], identifier=user
+    )
 
 
 async def collect(c: aiomqtt.Client, into: list[aiomqtt.Message]) -> None:
@@ -99,22 +82,22 @@ async def settle(seconds: float = 0.6) -> None:
     await asyncio.sleep(seconds)
 
 
-async def test_each_party_is_confined_by_the_documented_acl(broker: LinkBroker) -> None:
-    params = link_params(2)
+async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -> None:
+    params = dataclasses.replace(link_params(2), tables=frozenset({"tcp-07", "tcp-08"}))
     state = book.open_book(params)
-    t1, t2 = SimTable("t1"), SimTable("t2")
+    t1, t2 = SimTable("tcp-07"), SimTable("tcp-08")
     at_link: list[aiomqtt.Message] = []
     at_t1: list[aiomqtt.Message] = []
     at_t2: list[aiomqtt.Message] = []
     async with (
         client(broker, "link-a") as link,
-        client(broker, "t1") as c1,
-        client(broker, "t2") as c2,
+        client(broker, "tcp-07") as c1,
+        client(broker, "tcp-08") as c2,
         client(broker, "sign-lobby") as sign,
     ):
         await link.subscribe(f"{P}/link/link-a/from/+", qos=1)
         await c1.subscribe(f"{P}/link/link-a/to/#", qos=1)  # asks for more than it may read
-        await c2.subscribe(f"{P}/link/link-a/to/t2", qos=1)
+        await c2.subscribe(f"{P}/link/link-a/to/tcp-08", qos=1)
         tasks = [
             asyncio.create_task(collect(link, at_link)),
             asyncio.create_task(collect(c1, at_t1)),
@@ -122,11 +105,11 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: LinkBroker) 
         ]
         try:
             honest = m.encode(t1.contribute(3))
-            forged = m.encode(t2.contribute(500))  # t1 pretending to be t2
-            await c1.publish(m.from_table_topic(P, "link-a", "t1"), honest, qos=1)
-            await c1.publish(m.from_table_topic(P, "link-a", "t2"), forged, qos=1)
+            forged = m.encode(t2.contribute(500))  # tcp-07 pretending to be tcp-08
+            await c1.publish(m.from_table_topic(P, "link-a", "tcp-07"), honest, qos=1)
+            await c1.publish(m.from_table_topic(P, "link-a", "tcp-08"), forged, qos=1)
             await settle()
-            assert [str(x.topic) for x in at_link] == [f"{P}/link/link-a/from/t1"]
+            assert [str(x.topic) for x in at_link] == [f"{P}/link/link-a/from/tcp-07"]
             # The link answers what it received, through the book, on the sender's topic.
             for message in at_link:
                 assert isinstance(message.payload, bytes)
@@ -141,21 +124,21 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: LinkBroker) 
                     )
                 view = book.meter_view(params, state, "pmg", LINK_HEAD)
                 await link.publish(m.meter_topic(P, "link-a", "pmg"), m.encode(view), 1, True)
-            await link.publish(m.to_table_topic(P, "link-a", "t2"), b'{"for":"t2"}', qos=1)
+            await link.publish(m.to_table_topic(P, "link-a", "tcp-08"), b'{"for":"tcp-08"}', qos=1)
             # Tables and signs cannot write the link's topics.
             for rogue in (c1, sign):
                 await rogue.publish(m.meter_topic(P, "link-a", "pmg"), b"", qos=1, retain=True)
                 await rogue.publish(m.meter_topic(P, "link-a", "pmg"), b"{}", qos=1, retain=True)
-                await rogue.publish(m.to_table_topic(P, "link-a", "t2"), b"fake", qos=1)
+                await rogue.publish(m.to_table_topic(P, "link-a", "tcp-08"), b"fake", qos=1)
             await settle()
         finally:
             for task in tasks:
                 task.cancel()
-        # t1 read only its own reply (not t2's), and it says applied.
-        assert [str(x.topic) for x in at_t1] == [f"{P}/link/link-a/to/t1"]
+        # tcp-07 read only its own reply (not tcp-08's), and it says applied.
+        assert [str(x.topic) for x in at_t1] == [f"{P}/link/link-a/to/tcp-07"]
         reply = m.decode_link(at_t1[0].payload)  # type: ignore[arg-type]
         assert isinstance(reply, m.Result) and reply.status == "applied" and reply.seq == 1
-        assert [x.payload for x in at_t2] == [b'{"for":"t2"}']
+        assert [x.payload for x in at_t2] == [b'{"for":"tcp-08"}']
         assert -state.balances["linked_wagers:pmg"] == 3 * 1_000_000  # the forgery never arrived
     # A sign subscribing now sees the link's retained meter, untouched by the rogues.
     async with client(broker, "sign-lobby") as sign:

@@ -198,6 +198,11 @@ async def test_bad_input_is_refused_journaled_and_changes_no_money(
     assert [row["seq"] for row in final] == [1, 2]  # the unknown hand consumed seq 2, finally
     assert link.stop() == 0
     verify(db)
+    # The broker never went away: a clean stop says nothing of it (nor of replies it cut).
+    said = (tmp_path / "link-1.log").read_text()
+    assert '"broker connected"' in said  # the log is the one we think (not vacuous)
+    for quiet in ("broker connection lost", "broker unreachable", "publish failed"):
+        assert quiet not in said, quiet
 
 
 async def test_a_sigkilled_link_loses_nothing_and_doubles_nothing(

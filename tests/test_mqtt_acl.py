@@ -11,19 +11,29 @@ import asyncio
 import contextlib
 import io
 import json
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 import pytest
 
+from progressived.config.daemon import WatchdogSection
+from progressived.daemon.health import Health, assess, check_health
+from progressived.link.runtime.config import link_config_from
+from progressived.mqtt.client import BrokerOptions
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics, meter_payload
 from progressived.mqtt.publisher import SignPublisher
+from progressived.mqtt.session import MqttSession
 from progressived.signs.broker import BrokerLogin, not_authorised
 from progressived.signs.terminal import run_sign
-from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts
-from tests.test_mqtt_publisher import MemoryOutbox
+from tests.conftest import ROOT
+from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts, doc_block
+from tests.test_mqtt_publisher import MemoryOutbox, sign_publisher
 
 TCP07_METER = "progressive/table/tcp-07/meter/main"
 TCP07_STATUS = "progressive/table/tcp-07/status"
@@ -57,7 +67,7 @@ def controller(broker: DocBroker, table: str, tmp: Path) -> SignPublisher:
         reconnect_initial_s=0.1,
         reconnect_max_s=0.5,
     )
-    return SignPublisher(settings, Topics("progressive", table), MemoryOutbox(), version="0.1.0")
+    return sign_publisher(settings, Topics("progressive", table), MemoryOutbox(), version="0.1.0")
 
 
 def meter(table: str, cents: int, seq: int) -> dict[str, object]:
@@ -73,7 +83,7 @@ def meter(table: str, cents: int, seq: int) -> dict[str, object]:
 
 @contextlib.asynccontextmanager
 async def running(publisher: SignPublisher) -> AsyncIterator[SignPublisher]:
-    task = asyncio.create_task(publisher.run())
+    task = asyncio.create_task(publisher.session.run())
     try:
         yield publisher
     finally:
@@ -167,3 +177,214 @@ async def wait_for(predicate, what: str, timeout: float = 10.0) -> None:  # type
         while not predicate():
             await asyncio.sleep(0.05)
     assert predicate(), what
+
+
+# --------------------------------------------------------------------------- the broker
+
+
+def test_the_documented_listeners_bind_an_address_not_every_interface() -> None:
+    from tests.mqtt_schemas import MQTT_DOC
+
+    listeners = re.findall(r"^listener .*$", MQTT_DOC.read_text(), flags=re.MULTILINE)
+    assert len(listeners) == 3, listeners  # the floor address, loopback, and TLS
+    assert all(len(line.split()) == 3 for line in listeners), listeners  # port AND address
+    conf = doc_block("`/etc/mosquitto/conf.d/progressive.conf`")
+    for line in ("use_username_as_clientid true", "persistence true", "allow_anonymous false"):
+        assert line in conf.splitlines(), line
+
+
+async def test_the_documented_broker_starts_without_a_warning(broker: DocBroker) -> None:
+    async with asyncio.timeout(10):
+        while "running" not in broker.log_path.read_text():
+            await asyncio.sleep(0.05)
+    assert broker.warnings() == []
+
+
+def session(broker: DocBroker, user: str, *observers: Any) -> MqttSession:
+    o = BrokerOptions(
+        host=broker.host,
+        port=broker.port,
+        client_id=user,
+        username=user,
+        password=PASSWORDS[user],
+        reconnect_initial_s=0.05,
+        reconnect_max_s=0.2,
+    )
+    return MqttSession(o, observers=observers)
+
+
+@contextlib.asynccontextmanager
+async def connected(*sessions: MqttSession) -> AsyncIterator[None]:
+    tasks = [asyncio.create_task(s.run()) for s in sessions]
+    try:
+        async with asyncio.timeout(10):
+            while not all(s.connected for s in sessions):
+                await asyncio.sleep(0.01)
+        yield
+    finally:
+        for s in sessions:
+            await s.stop()
+        await asyncio.gather(*tasks)
+
+
+async def test_only_a_member_table_writes_its_request_topic_on_the_link(broker: DocBroker) -> None:
+    """Signs, the link controller and another table are refused by the broker (MQTT 5
+    PUBACK 0x87) on a table's request topic; the link receives the table's own only."""
+    got: list[str] = []
+    link, sign = session(broker, "link-a"), session(broker, "sign-lobby")
+    t07, t08 = session(broker, "tcp-07"), session(broker, "tcp-08")
+
+    async def heard(message: aiomqtt.Message) -> None:
+        got.append(f"{message.topic}:{message.payload!r}")
+
+    link.subscribe("progressive/link/link-a/from/+", heard)
+    async with connected(link, sign, t07, t08):
+        refused = [
+            (sign, "progressive/link/link-a/from/sign-lobby"),
+            (sign, "progressive/link/link-a/from/tcp-07"),
+            (link, "progressive/link/link-a/from/link-a"),
+            (link, "progressive/link/link-a/from/tcp-07"),
+            (t08, "progressive/link/link-a/from/tcp-07"),  # another table's topic
+            (t07, "progressive/link/link-b/from/tcp-07"),  # a link it is not on
+        ]
+        for who, topic in refused:
+            assert await who.publish(topic, b"forged") is False, (who.options.username, topic)
+            assert who.denied[topic] == "not authorised"
+        assert await t07.publish("progressive/link/link-a/from/tcp-07", b"own") is True
+        async with asyncio.timeout(5):
+            while not got:
+                await asyncio.sleep(0.01)
+    # The broker handles one client's packets at a time, in order: had a refused message
+    # been delivered, it would have arrived before the table's own.
+    assert got == ["progressive/link/link-a/from/tcp-07:b'own'"]
+
+
+async def test_a_table_cannot_take_the_link_controllers_session(
+    broker: DocBroker, tmp_path: Path
+) -> None:
+    """A member table connecting with the link's client ids (``link-a``, and the old
+    ``progressived-link-link-a``) gets a session of its own: the link is never disconnected
+    and keeps answering."""
+    from tests.link_harness import TableClient, link_data, running
+    from tests.link_sim import SimTable
+
+    secret = tmp_path / "link.pw"
+    secret.write_text(PASSWORDS["link-a"] + "\n")
+    data = link_data(broker.port, tmp_path, tables=["tcp-07", "tcp-08"])
+    data["mqtt"].update(username="link-a", password_file=str(secret))
+    config = link_config_from(data, tmp_path / "link.toml")
+    table = SimTable("tcp-07")
+    async with (
+        running(config) as (controller, _),
+        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,  # type: ignore[arg-type]
+    ):
+        await t07.send(table.contribute(1))
+        await t07.wait("result", lambda r: r.seq == 1 and r.status == "applied")
+        for identifier in ("link-a", "progressived-link-link-a"):
+            async with aiomqtt.Client(
+                broker.host,
+                broker.port,
+                username="tcp-08",
+                password=PASSWORDS["tcp-08"],
+                identifier=identifier,
+            ) as rogue:
+                await rogue.publish("progressive/table/tcp-08/status", b"{}", qos=1)
+        await t07.send(table.contribute(1))
+        await t07.wait("result", lambda r: r.seq == 2 and r.status == "applied")
+        assert controller.mqtt.connected and controller.mqtt.attempts == 1
+
+
+async def test_a_second_connection_with_one_account_takes_over(broker: DocBroker) -> None:
+    """The documented consequence of binding the client id to the user name: one account,
+    one connection (the older is closed)."""
+    first = session(broker, "sign-lobby")
+    async with connected(first), aiomqtt.Client(
+        broker.host, broker.port, username="sign-lobby", password=PASSWORDS["sign-lobby"]
+    ):
+        async with asyncio.timeout(10):
+            while first.connections < 2:  # lost, then back (and the other one closed)
+                await asyncio.sleep(0.01)
+
+
+async def test_a_controller_the_acl_does_not_match_keeps_its_outbox_and_is_unhealthy(
+    broker: DocBroker, tmp_path: Path
+) -> None:
+    """Table tcp-09 logging in as tcp-08 (the user name is not the table id): every publish
+    is refused; nothing leaves the outbox, the refusal is counted and the table unhealthy."""
+    secret = tmp_path / "tcp-08.pw"
+    secret.write_text(PASSWORDS["tcp-08"] + "\n")
+    settings = MqttSection(
+        host=broker.host,
+        port=broker.port,
+        username="tcp-08",
+        password_file=secret,
+        reconnect_initial_s=0.1,
+        reconnect_max_s=0.5,
+    )
+    topics = Topics("progressive", "tcp-09")
+    outbox = MemoryOutbox()
+    outbox.add(topics.event, {"seq": 1, "kind": "round_locked"})
+    outbox.add(topics.event, {"seq": 2, "kind": "round_locked"})
+    publisher = sign_publisher(settings, topics, outbox)
+    health = Health(board_online=True, broker=publisher.session)
+    async with running(publisher):
+        async with asyncio.timeout(10):
+            while publisher.session.denied_total < 3:  # the status, the events, again
+                await asyncio.sleep(0.02)
+        ok, why = assess(health, WatchdogSection())
+        assert publisher.session.connected
+        assert not ok and why.startswith("broker refused publishing on progressive/table/tcp-09/")
+        assert check_health(health, WatchdogSection()) == (True, "ok")  # no restart for it
+        assert [r.id for r in outbox.rows] == [1, 2] and outbox.acked == []
+
+
+def test_broker_acl_writes_the_documented_acl_and_accounts(tmp_path: Path) -> None:
+    """``progressivectl broker-acl`` from the floor's files prints docs/mqtt.md's ACL (which
+    the tests above load into Mosquitto) and its account steps."""
+    link = tmp_path / "link.toml"
+    link.write_text(
+        (ROOT / "config" / "link.toml")
+        .read_text()
+        .replace('tables = ["uth-01", "uth-02"]', 'tables = ["tcp-08", "tcp-07"]')
+    )
+    tables = []
+    for table in ("tcp-07", "tcp-08"):
+        path = tmp_path / f"{table}.toml"
+        path.write_text(
+            (ROOT / "config" / "progressived.toml")
+            .read_text()
+            .replace('id = "tcp-07"', f'id = "{table}"', 1)
+            .replace('# username = "tcp-07"', f'username = "{table}"')
+        )
+        tables += ["--table-config", str(path)]
+    args = ["broker-acl", "--link-config", str(link), *tables, "--sign", "sign-lobby"]
+    acl = ctl(*args)
+    assert (acl.returncode, acl.stderr) == (0, "")
+    assert acl.stdout == doc_block("`/etc/mosquitto/progressive.acl`")
+    steps = ctl(*args, "--passwd")
+    assert steps.stdout == doc_block("`/etc/mosquitto/passwd`")
+    # A table whose user name is not its id does not fit the ACL: one line, exit 2.
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(
+        (ROOT / "config" / "progressived.toml")
+        .read_text()
+        .replace('# username = "tcp-07"', 'username = "table-tcp-07"')
+    )
+    refused = ctl("broker-acl", "--link-config", str(link), "--table-config", str(wrong))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f"progressivectl broker-acl: {wrong}: mqtt.username: 'table-tcp-07'; it must be the "
+        "table id 'tcp-07' (the ACL's user name)\n"
+    )
+    # One name, two accounts.
+    clash = ctl("broker-acl", "--link-config", str(link), "--sign", "tcp-07")
+    assert clash.returncode == 2 and "'tcp-07' is both a table of link-a and a sign" in clash.stderr
+
+
+def ctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "progressived.cli.ctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

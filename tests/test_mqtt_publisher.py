@@ -7,6 +7,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import aiomqtt
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
+from progressived.mqtt.session import MqttSession
 from progressived.testing.broker import Mosquitto
 
 
@@ -49,6 +51,17 @@ async def collect(broker: Mosquitto, topic: str, count: int, timeout: float = 10
     return out
 
 
+def sign_publisher(
+    settings: MqttSection, topics: Topics, outbox: MemoryOutbox, **kwargs: Any
+) -> SignPublisher:
+    """The daemon's publisher on a session of its own (the daemon shares one with its link
+    client)."""
+    session = MqttSession(settings.broker_options(f"progressived-{topics.table_id}"))
+    return SignPublisher(
+        session, topics, outbox, meter_max_rate_hz=settings.meter_max_rate_hz, **kwargs
+    )
+
+
 def settings(broker: Mosquitto) -> MqttSection:
     return MqttSection(
         host=broker.host, port=broker.port, reconnect_initial_s=0.1, reconnect_max_s=0.5
@@ -60,10 +73,10 @@ async def test_outbox_rows_are_published_in_order_and_acked(mosquitto: Mosquitto
     outbox = MemoryOutbox()
     for seq in range(1, 6):
         outbox.add(topics.event, {"seq": seq, "kind": "round_locked"})
-    publisher = SignPublisher(settings(mosquitto), topics, outbox)
+    publisher = sign_publisher(settings(mosquitto), topics, outbox)
     listener = asyncio.create_task(collect(mosquitto, topics.event, 5))
     await asyncio.sleep(0.3)
-    runner = asyncio.create_task(publisher.run())
+    runner = asyncio.create_task(publisher.session.run())
     got = await listener
     assert [m["seq"] for m in got] == [1, 2, 3, 4, 5]
     for _ in range(50):
@@ -77,12 +90,12 @@ async def test_outbox_rows_are_published_in_order_and_acked(mosquitto: Mosquitto
 
 async def test_meter_is_retained_coalesced_and_status_online(mosquitto: Mosquitto) -> None:
     topics = Topics("progressive", "t1")
-    publisher = SignPublisher(
+    publisher = sign_publisher(
         MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )
-    runner = asyncio.create_task(publisher.run())
+    runner = asyncio.create_task(publisher.session.run())
     for cents in range(100_000, 100_050):
         publisher.set_meter("main", {"cents": cents, "seq": cents})
         await asyncio.sleep(0.005)
@@ -107,8 +120,8 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
             broker.host, broker.port, identifier="sign-1", clean_session=False
         ) as sign:
             await sign.subscribe("progressive/#", qos=1)
-        publisher = SignPublisher(settings(broker), topics, outbox)
-        runner = asyncio.create_task(publisher.run())
+        publisher = sign_publisher(settings(broker), topics, outbox)
+        runner = asyncio.create_task(publisher.session.run())
         publisher.set_meter("main", {"cents": 1})
         for _ in range(100):
             if publisher.connected:
@@ -184,13 +197,13 @@ async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
     mosquitto: Mosquitto,
 ) -> None:
     topics = Topics("progressive", "t1")
-    publisher = SignPublisher(
+    publisher = sign_publisher(
         MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )
     async with MeterSign(mosquitto, topics.meter("main")) as sign:
-        runner = asyncio.create_task(publisher.run())
+        runner = asyncio.create_task(publisher.session.run())
         publisher.set_meter("main", meter(100, seq=1))
         await asyncio.sleep(0.6)
         # Journal writes that change nothing a sign shows (a bet sensor, a refusal): repeats.
@@ -213,13 +226,13 @@ async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
 
 async def test_a_burst_is_limited_to_the_rate_and_ends_on_the_latest(mosquitto: Mosquitto) -> None:
     topics = Topics("progressive", "t1")
-    publisher = SignPublisher(
+    publisher = sign_publisher(
         MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
     )
     async with MeterSign(mosquitto, topics.meter("main")) as sign:
-        runner = asyncio.create_task(publisher.run())
+        runner = asyncio.create_task(publisher.session.run())
         while not publisher.connected:
             await asyncio.sleep(0.01)
         started = time.monotonic()
@@ -262,8 +275,8 @@ async def test_status_carries_the_head_and_is_refreshed_when_it_moves(
 
     listener = asyncio.create_task(listen())
     await asyncio.sleep(0.3)
-    publisher = SignPublisher(settings(mosquitto), topics, MemoryOutbox(), head=source)
-    runner = asyncio.create_task(publisher.run())
+    publisher = sign_publisher(settings(mosquitto), topics, MemoryOutbox(), head=source)
+    runner = asyncio.create_task(publisher.session.run())
 
     async def until(predicate: Callable[[], bool]) -> None:
         async with asyncio.timeout(10):

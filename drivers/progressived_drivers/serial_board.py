@@ -4,7 +4,8 @@ Open the board by a stable path: on Linux a USB serial adapter appears as
 ``/dev/serial/by-id/usb-<vendor>_<product>_<serial>-if00-port0`` (a symlink that keeps its
 name across replugs and reboots, unlike ``/dev/ttyUSB0``). When the port disappears (USB
 unplug, pty closed) the driver reports :class:`BoardOffline` and reopens the same path with
-exponential backoff until the board is back.
+exponential backoff (jittered, :class:`progressived.runtime.backoff.Backoff`) until the
+board is back.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import serial
 import serial_asyncio_fast
 
 from progressived.board.lights import Light
+from progressived.runtime.backoff import Backoff
 from progressived_drivers import protocol as p
 from progressived_drivers.base import (
     BoardEvent,
@@ -34,6 +36,8 @@ from progressived_drivers.board_settings import (
 )
 from progressived_drivers.serial_receive import BoardReceiver
 from progressived_drivers.wire_log import DriverLog
+
+STOPPED = "driver stopped"  # the offline reason of a stop asked for
 
 __all__ = [
     "DRIVER_COUNTERS",
@@ -162,7 +166,7 @@ class SerialBoardDriver(BoardReceiver):
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        backoff = self.settings.reconnect_initial_s
+        backoff = Backoff(self.settings.reconnect_initial_s, self.settings.reconnect_max_s)
         opened_before = False
         while not self._stop.is_set():
             link = _Link(self)
@@ -176,9 +180,9 @@ class SerialBoardDriver(BoardReceiver):
                 )
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
-                self._log.connect_failed(str(exc), backoff, self._now())
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+                delay = backoff.next()
+                self._log.connect_failed(str(exc), delay, self._now())
+                await self._sleep(delay)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1
             opened_before = True
@@ -187,13 +191,12 @@ class SerialBoardDriver(BoardReceiver):
             hellos = self._counters["hellos"]
             await self._session(transport, link)
             if self._counters["hellos"] > hellos:
-                backoff = self.settings.reconnect_initial_s
+                backoff.reset()
             if not self._stop.is_set():
                 self._log.warning("board.port_lost", reason=link.reason)
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self.settings.reconnect_max_s)
+                await self._sleep(backoff.next())
         if self._online:
-            self._go_offline("driver stopped")
+            self._go_offline(STOPPED)
 
     # ------------------------------------------------------------------ connection
 
@@ -229,7 +232,7 @@ class SerialBoardDriver(BoardReceiver):
             if not transport.is_closing():
                 transport.abort()
         if self._online:
-            self._go_offline(link.reason if not self._stop.is_set() else "driver stopped")
+            self._go_offline(link.reason if not self._stop.is_set() else STOPPED)
 
     def _tick(self) -> None:
         try:
@@ -308,9 +311,9 @@ class SerialBoardDriver(BoardReceiver):
         self._have_hello = False
         self._present = None
         self._counters["offline_events"] += 1
-        # A stop asked for (SIGTERM, the daemon shutting down) is not a fault to warn about.
-        level = self._log.info if self._stop.is_set() else self._log.warning
-        level("board.offline", board_id=self._board_id, reason=reason)
+        # A stop asked for (the daemon's clean stop) is no fault: not a warning.
+        say = self._log.info if reason == STOPPED else self._log.warning
+        say("board.offline", board_id=self._board_id, reason=reason)
         self._emit(BoardOffline(reason=reason))
 
     def key_handled(self, event: KeyPressed) -> None:

@@ -74,7 +74,7 @@ def _render_link_status(status: dict[str, Any]) -> str:
         lines.append(f"table {table}: high-water {t['hwm']}, heard {heard}")
     counts = ", ".join(f"{k} {v}" for k, v in status["messages"].items())
     lines.append(f"messages: {counts} (batches {status['batches']})")
-    lines.append(f"broker: {'connected' if status['broker']['connected'] else 'DISCONNECTED'}")
+    lines.append(f"broker: {_broker_line(status['broker'])}")
     ledger = status["ledger"]
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
@@ -98,7 +98,7 @@ def _render_status(status: dict[str, Any]) -> str:
     closed = ", ".join(status["closed"]) or "no"
     lines.append(f"closed: {closed}")
     lines.append(f"board: {'online' if status['board']['online'] else 'OFFLINE'}")
-    lines.append(f"broker: {'connected' if status['broker']['connected'] else 'DISCONNECTED'}")
+    lines.append(f"broker: {_broker_line(status['broker'])}")
     ledger = status["ledger"]
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
@@ -106,6 +106,21 @@ def _render_status(status: dict[str, Any]) -> str:
     if "link" in status:  # a table that joined a link
         lines += _render_table_link(status["link"])
     return "\n".join(lines)
+
+
+def _broker_line(broker: dict[str, Any]) -> str:
+    """``connected``, or ``DISCONNECTED`` and why (``not authorised: ...``, the socket's
+    error); then the topics on which the broker refuses the table's publishes."""
+    if broker["connected"]:
+        line = "connected"
+    else:
+        state, error = broker.get("state", ""), broker.get("error", "")
+        parts = [state] if state not in ("", "unreachable", error) else []
+        why = ": ".join([*parts, error] if error else parts)
+        line = f"DISCONNECTED ({why})" if why else "DISCONNECTED"
+    for topic, reason in broker.get("denied", {}).items():
+        line += f"; REFUSES publishing on {topic} ({reason})"
+    return line
 
 
 def _render_table_link(link: dict[str, Any]) -> list[str]:

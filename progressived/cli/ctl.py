@@ -42,6 +42,7 @@ def _light_parser() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, inside main's Ctrl-C guard: an interrupt while they load is one line.
     from progressived.cli import (  # noqa: PLC0415
+        broker_acl_cmd,
         control_cmd,
         ledger_cmd,
         link_ctl,
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
     link_ctl.register(sub)
+    broker_acl_cmd.register(sub)
     # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never
     # imports a driver module itself.
     for plugin in sorted(entry_points(group="progressived.ctl"), key=lambda ep: ep.name):

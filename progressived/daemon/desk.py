@@ -9,7 +9,7 @@ import structlog
 
 from progressived.board.driver import BoardDriver
 from progressived.daemon.board_input import BoardInput
-from progressived.daemon.health import Health, check_health, degraded
+from progressived.daemon.health import Health, assess, degraded
 from progressived.daemon.journal import Journal
 from progressived.daemon.port import (
     DeskStatus,
@@ -50,9 +50,10 @@ class DaemonDesk:
 
     def status(self) -> DeskStatus:
         j, h = self._journal, self._health
-        ok, why = check_health(h, j.config.watchdog)
+        ok, why = assess(h, j.config.watchdog)
         if ok and (problem := degraded(j.state.closed)):
             why = problem  # healthy for the watchdog, but an operator must act
+        broker = h.broker
         return DeskStatus(
             table_id=j.params.table_id,
             paytable_id=j.params.paytable.id,
@@ -70,6 +71,10 @@ class DaemonDesk:
             health=why,
             metrics_port=self._metrics_port(),
             link=self._link_status(),
+            broker_state=broker.state if broker is not None else "",
+            broker_error=broker.detail if broker is not None else "",
+            broker_denied=dict(broker.denied) if broker is not None else {},
+            broker_denied_total=broker.denied_total if broker is not None else 0,
         )
 
     async def submit(self, command: Command, *, note: Note | None = None) -> str | None:

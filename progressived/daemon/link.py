@@ -1,8 +1,9 @@
 """The table's link adapter: the link outbox sent in order, results journaled, heartbeats.
 
-One MQTT connection (the ``[mqtt]`` broker, user name the table id) subscribes to the
-link's messages for this table (``<prefix>/link/<link>/to/<table>``) and to the linked
-meters (``<prefix>/link/<link>/meter/<meter>``, retained). Every message in the link outbox
+The table's one MQTT session (:class:`~progressived.mqtt.session.MqttSession`, shared with
+the sign publisher: the ``[mqtt]`` broker, user name and client id the table id) subscribes
+to the link's messages for this table (``<prefix>/link/<link>/to/<table>``) and to the
+linked meters (``<prefix>/link/<link>/meter/<meter>``, retained). Every message in the link outbox
 (:mod:`progressived.daemon.link_out`, rows of the table ledger) is published in sequence
 order at QoS 1 and sent again after a ``resend`` result, after a heartbeat whose
 ``expect`` shows the link has not got the oldest unanswered one, or after ``resend_s``
@@ -49,7 +50,7 @@ from progressived.ledger.commit import Statement
 from progressived.ledger.errors import LedgerError
 from progressived.ledger.rows import Record
 from progressived.link.core import messages as lm
-from progressived.mqtt.config import NO_DELAY
+from progressived.mqtt.session import MqttSession
 
 log = structlog.get_logger("progressived")
 
@@ -70,8 +71,11 @@ def _sent_at(payload: object) -> float | None:
 class LinkClient:
     """The link's side of one table daemon (built by :mod:`progressived.daemon.service`)."""
 
-    def __init__(self, journal: Journal, config: DaemonConfig, link: LinkSection) -> None:
+    def __init__(
+        self, journal: Journal, config: DaemonConfig, link: LinkSection, session: MqttSession
+    ) -> None:
         self.journal = journal
+        self.session = session
         self.config = config
         self.link = link
         params, prefix = config.params, config.mqtt.prefix
@@ -86,7 +90,6 @@ class LinkClient:
         self.heard = False  # a heartbeat since the daemon started
         self.up = False  # heartbeats arriving
         self.since = journal.clock()  # when ``up`` last changed (the start until then)
-        self.connected = False
         self.depth = 0  # messages in the link outbox
         self.oldest_at: float | None = None  # the oldest outbox message's ``at`` (POSIX)
         self.sent_upto = 0  # the highest sequence published on this connection
@@ -98,6 +101,15 @@ class LinkClient:
         self._unreadable_said: dict[str, float] = {}
         self._wake = asyncio.Event()
         self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
+        session.subscribe(self.to_topic, self._message)
+        for topic in self.meter_topics:
+            session.subscribe(topic, self._message)
+        session.on_connect(self._connected)
+        session.while_connected(self._sender)
+
+    @property
+    def connected(self) -> bool:
+        return self.session.connected
 
     # ------------------------------------------------------------- start
     async def load(self) -> None:
@@ -165,59 +177,16 @@ class LinkClient:
 
     # ------------------------------------------------------------- run
     async def run(self) -> None:
-        watch = asyncio.get_running_loop().create_task(self._watch(), name="link-watch")
-        backoff = self.config.mqtt.reconnect_initial_s
-        try:
-            while True:
-                try:
-                    await self._connected()
-                    backoff = self.config.mqtt.reconnect_initial_s
-                except aiomqtt.MqttError as exc:
-                    log.warning("link connection lost", error=str(exc))
-                self.connected = False
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.config.mqtt.reconnect_max_s)
-        finally:
-            watch.cancel()
-
-    def _client(self) -> aiomqtt.Client:
-        s, table = self.config.mqtt, self.config.params.table_id
-        tls = None
-        if s.tls is not None:
-            tls = aiomqtt.TLSParameters(
-                ca_certs=str(s.tls.ca_certs) if s.tls.ca_certs else None,
-                certfile=str(s.tls.certfile) if s.tls.certfile else None,
-                keyfile=str(s.tls.keyfile) if s.tls.keyfile else None,
-            )
-        return aiomqtt.Client(
-            hostname=s.host,
-            port=s.port,
-            identifier=f"{s.client_id or table}-link",
-            username=s.username,
-            password=s.resolved_password(),
-            keepalive=s.keepalive_s,
-            tls_params=tls,
-            tls_insecure=s.tls.insecure if s.tls is not None else None,
-            socket_options=NO_DELAY,
-        )
+        """Watch the heartbeats (the session, run by the daemon, carries the messages)."""
+        await self._watch()
 
     async def _connected(self) -> None:
-        async with self._client() as client:
-            await client.subscribe(self.to_topic, qos=1)
-            for topic in self.meter_topics:
-                await client.subscribe(topic, qos=1)
-            self.connected = True
-            self.sent_upto = 0  # a new connection: everything unanswered goes again
-            sender = asyncio.get_running_loop().create_task(self._sender(client))
-            try:
-                async for message in client.messages:
-                    await self._received(str(message.topic), bytes(message.payload or b""))
-            finally:
-                sender.cancel()
-                with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
-                    await sender
+        self.sent_upto = 0  # a new connection: everything unanswered goes again
 
-    async def _sender(self, client: aiomqtt.Client) -> None:
+    async def _message(self, message: aiomqtt.Message) -> None:
+        await self._received(str(message.topic), bytes(message.payload or b""))
+
+    async def _sender(self) -> None:
         j = self.journal
         while True:
             self._wake.clear()
@@ -233,7 +202,9 @@ class LinkClient:
             for seq, _ident, _kind, topic, payload in rows:
                 if int(seq) <= self.sent_upto:
                     continue
-                await client.publish(str(topic), str(payload).encode(), qos=1)
+                # A refused publish (the ACL) is counted and logged by the session; the
+                # message stays in the outbox and goes again after resend_s.
+                await self.session.publish(str(topic), str(payload).encode())
                 self.sent_upto = int(seq)
                 self.sent_at[int(seq)] = time.monotonic()
             with contextlib.suppress(TimeoutError):

@@ -176,6 +176,14 @@ class _TableCollector(Collector):
         )
         head.add_metric([table], src.head_seq())
         yield head
+        denied = CounterMetricFamily(
+            "progressive_broker_publish_denied",
+            "Publishes the broker refused (MQTT 5 PUBACK reason 0x80 and up: its ACL) since "
+            "start; each is sent again, nothing is lost.",
+            labels=["table"],
+        )
+        denied.add_metric([table], src.broker_denied_total())
+        yield denied
         link = src.link()
         if link is not None:
             yield from _link_families(table, link)
@@ -257,6 +265,7 @@ class MetricsSource(Protocol):
     def board_counters(self) -> Mapping[str, int]: ...
     def health(self) -> Sequence[tuple[str, str, bool]]: ...
     def head_seq(self) -> int: ...
+    def broker_denied_total(self) -> int: ...
     def link(self) -> LinkStatus | None: ...
 
 

@@ -46,7 +46,13 @@ class OperatorDesk:
             "closed": sorted(state.closed),
             "meters": {m: self._meter(s, m) for m in s.meter_ids},
             "board": {"online": s.board_online, "counters": dict(s.board_counters)},
-            "broker": {"connected": s.broker_connected},
+            "broker": {
+                "connected": s.broker_connected,
+                "state": s.broker_state,
+                "error": s.broker_error,
+                "denied": dict(sorted(s.broker_denied.items())),
+                "denied_total": s.broker_denied_total,
+            },
             "ledger": {
                 "ok": s.ledger_ok,
                 "head_seq": s.head_seq,

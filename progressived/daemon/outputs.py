@@ -1,7 +1,7 @@
 """What the table shows: seat lights on the board, meter payloads for the signs.
 
-Redrawn after every journaled change (:attr:`Journal.changed`); also the publisher's hooks,
-which report the broker link and time key press -> publish.
+Redrawn after every journaled change (:attr:`Journal.changed`); also the publisher's hook,
+which times key press -> publish.
 """
 
 from __future__ import annotations
@@ -88,9 +88,6 @@ class Outputs:
         self.redraw()
 
     # ------------------------------------------------------------- publisher hooks
-    def broker_up(self, up: bool) -> None:
-        self.health.broker_connected = up
-
     def published(self, topic: str, seq: int, first_seen: float | None) -> None:
         j = self.journal
         started = j.key_started.pop(seq, None)

@@ -9,7 +9,7 @@ on each other.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,6 +89,12 @@ class DeskStatus:
     health: str
     metrics_port: int | None
     link: LinkStatus | None = None  # a table that joined a link; None for a single table
+    # The broker session: connecting / connected / unreachable / not authorised, why not
+    # connected, and the topics on which the broker refuses this table's publishes.
+    broker_state: str = ""
+    broker_error: str = ""
+    broker_denied: Mapping[str, str] = field(default_factory=dict)
+    broker_denied_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Ledger, LedgerError, reports
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import SignPublisher
+from progressived.mqtt.session import MqttSession
+from progressived.mqtt.session_log import LoggedSession
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.systemd import Notifier
@@ -71,10 +73,18 @@ class Controller:
         if driver is None:
             driver = load_driver_factory(config.driver).create(config.board)
         self.driver = driver
+        # ONE broker session for the table (client id = user name = table id, docs/mqtt.md):
+        # the sign publisher and the link client share it, and the health reads it.
+        table_id = config.params.table_id
+        self.session = MqttSession(
+            config.mqtt.broker_options(f"progressived-{table_id}"), observers=[LoggedSession()]
+        )
+        self.health.broker = self.session
         self.publisher = SignPublisher(
-            config.mqtt,
+            self.session,
             topics,
             LedgerOutbox(lambda: self.journal.ledger, self.journal.db),
+            meter_max_rate_hz=config.mqtt.meter_max_rate_hz,
             version=version,
             clock=clock,
             hooks=_PublisherHooks(self),
@@ -86,7 +96,7 @@ class Controller:
         self.journal.wake = self.publisher.wake
         self.link: LinkClient | None = None
         if config.link is not None:  # a table with linked meters (docs/link.md)
-            self.link = LinkClient(self.journal, config, config.link)
+            self.link = LinkClient(self.journal, config, config.link, self.session)
             self.journal.meter_port = LINKED_PORT
             self.journal.link_book = self.link.book
             self.journal.link_wake = self.link.wake
@@ -226,7 +236,7 @@ class Controller:
             raise
         j = self.journal
         tasks = [
-            loop.create_task(self.publisher.run(), name="mqtt"),
+            loop.create_task(self.session.run(), name="mqtt"),
             loop.create_task(self.driver.run(), name="board"),
             loop.create_task(self.board_input.run(), name="input"),
             loop.create_task(housekeeping(j, self.health), name="housekeeping"),
@@ -332,9 +342,6 @@ class _PublisherHooks:
 
     def __init__(self, controller: Controller) -> None:
         self._controller = controller
-
-    def broker_up(self, up: bool) -> None:
-        self._controller.outputs.broker_up(up)
 
     def published(self, topic: str, seq: int, first_seen: float | None) -> None:
         self._controller.outputs.published(topic, seq, first_seen)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from progressived.board.driver import BoardDriver
-from progressived.daemon.health import Health, check_health
+from progressived.daemon.health import Health, assess, check_health
 from progressived.daemon.journal import Journal
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.port import LinkStatus
@@ -100,7 +100,7 @@ class MetricsView:
 
     def health(self) -> Sequence[tuple[str, str, bool]]:
         h = self._health
-        ok, _ = check_health(h, self.journal.config.watchdog)
+        ok, _ = assess(h, self.journal.config.watchdog)
         return [
             ("board_online", "The sensor board is online.", h.board_online),
             ("broker_connected", "Connected to the MQTT broker.", h.broker_connected),
@@ -110,11 +110,20 @@ class MetricsView:
                 "The progressive is open (LOCK accepted).",
                 not self.journal.state.closed and h.ledger_ok,
             ),
-            ("healthy", "The watchdog is being pinged.", ok),
+            (
+                "healthy",
+                "Healthy: the watchdog's rule (ledger, event loop, board) holds and the "
+                "broker accepts the table's login and publishes.",
+                ok,
+            ),
         ]
 
     def head_seq(self) -> int:
         return self.journal.ledger.head_seq
+
+    def broker_denied_total(self) -> int:
+        broker = self._health.broker
+        return broker.denied_total if broker is not None else 0
 
     def link(self) -> LinkStatus | None:
         return self._link() if self._link is not None else None

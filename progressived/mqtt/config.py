@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions
+
+__all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection"]
 
 
 class MqttTlsSection(BaseModel):
@@ -41,8 +44,35 @@ class MqttSection(BaseModel):
             return self.password_file.read_text().strip()
         return self.password
 
+    def broker_options(
+        self,
+        default_client_id: str,
+        *,
+        default_username: str | None = None,
+        max_inflight: int | None = None,
+        max_queued_incoming: int | None = None,
+    ) -> BrokerOptions:
+        """This section as one session's options (the password file read now).
 
-# Every MQTT socket of the product turns Nagle's algorithm off: a reply or a meter published
-# while the previous packet is unacknowledged would otherwise wait for the peer's delayed
-# ACK (about 40 ms on Linux), twice per request and answer (docs/performance.md, "The link").
-NO_DELAY: list[tuple[int, int, int]] = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        The client id is ``client_id`` if set, else the user name (docs/mqtt.md, "Accounts
+        and client ids": the documented broker binds the client id to the user name), else
+        ``default_client_id`` (an anonymous broker, e.g. the demo's).
+        """
+        username = self.username or default_username
+        tls = self.tls
+        return BrokerOptions(
+            host=self.host,
+            port=self.port,
+            client_id=self.client_id or username or default_client_id,
+            username=username,
+            password=self.resolved_password(),
+            tls=None
+            if tls is None
+            else TlsOptions(tls.ca_certs, tls.certfile, tls.keyfile, tls.insecure),
+            keepalive_s=self.keepalive_s,
+            publish_timeout_s=self.publish_timeout_s,
+            reconnect_initial_s=self.reconnect_initial_s,
+            reconnect_max_s=self.reconnect_max_s,
+            max_inflight=max_inflight,
+            max_queued_incoming=max_queued_incoming,
+        )

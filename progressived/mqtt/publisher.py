@@ -11,9 +11,13 @@
   out at once and only a burst is coalesced; the latest value is always delivered, and
   every (re)connection republishes the meters. A meter goes out alongside the outbox's
   events, not after their acknowledgement.
-* Each connection attempt uses a fresh ``aiomqtt.Client``: reusing one after a disconnect
-  can report "connected" before the broker has acknowledged. Attempts back off
-  exponentially up to ``reconnect_max_s``.
+* It rides on the table's one :class:`~progressived.mqtt.session.MqttSession` (shared with
+  the link client): the session connects, notices a lost connection even while the table
+  is idle, and reconnects; at every connection this publisher sends the online status and
+  every meter again (a broker restarted empty has lost the retained ones).
+* A publish the broker refuses (MQTT 5 PUBACK reason 0x80 and up: its ACL) is not
+  acknowledged: the outbox row stays and is sent again every ``reconnect_max_s`` (the
+  session counts and logs the refusal), as are a refused meter and status.
 * The last will marks the table offline if the daemon dies; a clean stop publishes the
   same offline status itself before disconnecting. Every status carries this run's ``boot``
   id: a sign restarts its meter ``seq`` expectation when it sees a new one.
@@ -28,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import ssl
 import time
 import uuid
 from collections import deque
@@ -39,8 +42,8 @@ from typing import Any, Protocol
 import aiomqtt
 import structlog
 
-from progressived.mqtt.config import NO_DELAY, MqttSection
 from progressived.mqtt.payloads import Topics, dumps, status_payload
+from progressived.mqtt.session import MqttSession
 
 log = structlog.get_logger("progressived.mqtt")
 
@@ -100,15 +103,10 @@ class Outbox(Protocol):
 
 
 class PublisherHooks(Protocol):
-    def broker_up(self, up: bool) -> None: ...
-
     def published(self, topic: str, seq: int, first_seen: float | None) -> None: ...
 
 
 class _NoHooks:
-    def broker_up(self, up: bool) -> None:
-        return None
-
     def published(self, topic: str, seq: int, first_seen: float | None) -> None:
         return None
 
@@ -118,35 +116,48 @@ class SignPublisher:
 
     def __init__(
         self,
-        settings: MqttSection,
+        session: MqttSession,
         topics: Topics,
         outbox: Outbox,
         *,
+        meter_max_rate_hz: float = 4.0,
         version: str = "",
         clock: Callable[[], str] = lambda: "",
         hooks: PublisherHooks | None = None,
         head: HeadSource | None = None,
     ) -> None:
-        self.settings = settings
+        self.session = session
         self.topics = topics
         self.outbox = outbox
+        self.meter_max_rate_hz = meter_max_rate_hz
         self.version = version
         self.clock = clock
         self.hooks = hooks or _NoHooks()
         self.boot = uuid.uuid4().hex  # one run of the daemon, announced in every status
-        self.connected = False
-        self.attempts = 0
+        # A publish the broker refused is tried again after this long (the same pace as the
+        # slowest reconnection: an ACL is fixed by hand, then the broker reloaded).
+        self.refused_retry_s = session.options.reconnect_max_s
         self._wake = asyncio.Event()
         self._meters: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
         self._windows: dict[str, RateWindow] = {}
         self._first_seen: dict[str, float] = {}
-        self._stopping = False
-        self._stop_event = asyncio.Event()
-        self._client: aiomqtt.Client | None = None
         self._head_source = head
         self._status_head: tuple[int, str] | None = None  # in the last status published
         self._status_at = 0.0  # monotonic time of the last online status
+        self._status_due = False  # the online status is still to be (re)sent
+        self._held_until = 0.0  # after a refused publish: nothing is tried before this
+        session.will = self._will
+        session.on_connect(self._connected)
+        session.while_connected(self._pump)
+
+    @property
+    def connected(self) -> bool:
+        return self.session.connected
+
+    @property
+    def attempts(self) -> int:
+        return self.session.attempts
 
     # ---------------------------------------------------------------- inputs
     def wake(self) -> None:
@@ -169,7 +180,7 @@ class SignPublisher:
         self._wake.set()
         return True
 
-    # ---------------------------------------------------------------- loop
+    # ---------------------------------------------------------------- session callbacks
     async def _head(self) -> tuple[int, str] | None:
         return None if self._head_source is None else await self._head_source()
 
@@ -185,101 +196,56 @@ class SignPublisher:
             )
         )
 
-    async def _publish_online(
-        self, client: aiomqtt.Client, timeout: float | None, head: tuple[int, str] | None
-    ) -> None:
-        await client.publish(
-            self.topics.status,
-            self._status(online=True, head=head, ts=self.clock()),
-            qos=1,
-            retain=True,
-            timeout=timeout,
+    async def _will(self) -> aiomqtt.Will:
+        """The offline status, with the ledger's head at this connection."""
+        payload = self._status(online=False, head=await self._head())
+        return aiomqtt.Will(topic=self.topics.status, payload=payload, qos=1, retain=True)
+
+    async def _connected(self) -> None:
+        """Every (re)connection: the online status and every meter again."""
+        self._held_until = 0.0
+        self._status_due = True
+        self._dirty.update(self._meters)
+        await self._publish_online(await self._head())
+
+    async def _publish_online(self, head: tuple[int, str] | None) -> None:
+        accepted = await self.session.publish(
+            self.topics.status, self._status(online=True, head=head, ts=self.clock()), retain=True
         )
         self._status_head, self._status_at = head, time.monotonic()
+        self._status_due = not accepted
+        if not accepted:
+            self._hold()
 
-    async def _refresh_status(self, client: aiomqtt.Client, timeout: float) -> None:
+    def _hold(self) -> None:
+        self._held_until = time.monotonic() + self.refused_retry_s
+
+    async def _refresh_status(self) -> None:
         """The online status again, with the new head, if it is due and the head moved."""
+        if self._status_due:
+            await self._publish_online(await self._head())
+            return
         if self._head_source is None or time.monotonic() - self._status_at < STATUS_REFRESH_S:
             return
         self._status_at = time.monotonic()
         head = await self._head()
         if head is not None and head != self._status_head:
-            await self._publish_online(client, timeout, head)
+            await self._publish_online(head)
 
-    def _client_for_attempt(self, head: tuple[int, str] | None = None) -> aiomqtt.Client:
-        s = self.settings
-        tls_params = None
-        tls_insecure = None
-        if s.tls is not None:
-            tls_params = aiomqtt.TLSParameters(
-                ca_certs=str(s.tls.ca_certs) if s.tls.ca_certs else None,
-                certfile=str(s.tls.certfile) if s.tls.certfile else None,
-                keyfile=str(s.tls.keyfile) if s.tls.keyfile else None,
-                cert_reqs=ssl.CERT_REQUIRED,
-            )
-            tls_insecure = s.tls.insecure
-        will = aiomqtt.Will(
-            topic=self.topics.status,
-            payload=self._status(online=False, head=head),
-            qos=1,
-            retain=True,
-        )
-        return aiomqtt.Client(
-            hostname=s.host,
-            port=s.port,
-            identifier=s.client_id or f"progressived-{self.topics.table_id}",
-            username=s.username,
-            password=s.resolved_password(),
-            will=will,
-            keepalive=s.keepalive_s,
-            tls_params=tls_params,
-            tls_insecure=tls_insecure,
-            timeout=s.publish_timeout_s,
-            socket_options=NO_DELAY,
-        )
-
-    async def run(self) -> None:
-        """Connect, publish, reconnect with backoff; returns only after :meth:`stop`."""
-        delay = self.settings.reconnect_initial_s
-        while not self._stopping:
-            self.attempts += 1
-            client = self._client_for_attempt(await self._head())
-            try:
-                async with client:
-                    self._client = client
-                    self._set_connected(True)
-                    delay = self.settings.reconnect_initial_s
-                    await self._publish_online(client, None, await self._head())
-                    self._dirty.update(self._meters)
-                    await self._pump(client)
-            except aiomqtt.MqttError as exc:
-                if not self._stopping:
-                    log.warning("broker unreachable", error=str(exc), retry_in_s=round(delay, 2))
-            finally:
-                self._client = None
-                self._set_connected(False)
-            if self._stopping:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
-            delay = min(self.settings.reconnect_max_s, delay * 2)
-
-    def _set_connected(self, up: bool) -> None:
-        if up != self.connected:
-            self.connected = up
-            self.hooks.broker_up(up)
-            log.info("broker connected" if up else "broker disconnected")
-
-    async def _pump(self, client: aiomqtt.Client) -> None:
-        timeout = self.settings.publish_timeout_s
-        while not self._stopping:
+    # ---------------------------------------------------------------- loop
+    async def _pump(self) -> None:
+        while True:
+            held = self._held_until - time.monotonic()
+            if held > 0:  # the broker refused a publish: not before it is due again
+                await asyncio.sleep(held)
+                continue
             self._wake.clear()
             # Meters due now go out at once, alongside the events (not after their PUBACKs
             # and acknowledgement): a sign's meter does not wait for the outbox's bookkeeping.
             _, next_due, _ = await asyncio.gather(
-                self._publish_events(client, timeout),
-                self._publish_meters(client, timeout),
-                self._refresh_status(client, timeout),
+                self._publish_events(),
+                self._publish_meters(),
+                self._refresh_status(),
             )
             wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
             if self._wake.is_set():
@@ -290,30 +256,34 @@ class SignPublisher:
                 async with asyncio.timeout(wait):
                     await self._wake.wait()
 
-    async def _publish_events(self, client: aiomqtt.Client, timeout: float) -> None:
+    async def _publish_events(self) -> None:
         """The outbox in ledger order; acknowledged only after the broker's PUBACK."""
-        while rows := await self.outbox.pending(100):
+        while self._held_until <= time.monotonic() and (rows := await self.outbox.pending(100)):
             # Sent in ledger order on one connection; the PUBACKs are awaited together.
             # If any fails, none is acknowledged: all are sent again after reconnecting,
             # with the same seq, which subscribers recognise.
-            await asyncio.gather(
+            accepted = await asyncio.gather(
                 *(
-                    client.publish(
-                        row.topic, row.payload, qos=row.qos, retain=row.retain, timeout=timeout
-                    )
+                    self.session.publish(row.topic, row.payload, qos=row.qos, retain=row.retain)
                     for row in rows
                 )
             )
-            for row in rows:
+            # Only the rows before the first refused one are delivered in order; the rest
+            # go again (a repeat carries the same seq).
+            delivered = rows[: accepted.index(False)] if False in accepted else rows
+            for row in delivered:
                 self.hooks.published(row.topic, row.seq, None)
-            await self.outbox.ack([row.id for row in rows])
+            if delivered:
+                await self.outbox.ack([row.id for row in delivered])
+            if len(delivered) < len(rows):
+                self._hold()
 
-    async def _publish_meters(self, client: aiomqtt.Client, timeout: float) -> float | None:
+    async def _publish_meters(self) -> float | None:
         """Every changed meter whose rate window allows it; returns when the next is due."""
         now = time.monotonic()
         next_due: float | None = None
         for meter_id in sorted(self._dirty):
-            window = self._windows.setdefault(meter_id, RateWindow(self.settings.meter_max_rate_hz))
+            window = self._windows.setdefault(meter_id, RateWindow(self.meter_max_rate_hz))
             due = window.due()
             if due > now:
                 next_due = due if next_due is None else min(next_due, due)
@@ -323,28 +293,26 @@ class SignPublisher:
             self._dirty.discard(meter_id)
             window.sent(now)
             try:
-                await client.publish(topic, dumps(payload), qos=1, retain=True, timeout=timeout)
+                accepted = await self.session.publish(topic, dumps(payload), retain=True)
             except BaseException:
                 self._dirty.add(meter_id)  # sent again after reconnecting
                 raise
+            if not accepted:
+                self._dirty.add(meter_id)
+                self._hold()
+                continue
             seq = int(payload.get("seq", 0))
             self.hooks.published(topic, seq, self._first_seen.pop(meter_id, None))
         return next_due
 
+    async def _farewell(self) -> None:
+        await self.session.publish(
+            self.topics.status,
+            self._status(online=False, head=await self._head(), ts=self.clock()),
+            retain=True,
+            timeout=2.0,
+        )
+
     async def stop(self) -> None:
         """Publish the offline status (a clean stop sends no last will) and disconnect."""
-        client = self._client
-        if client is not None and self.connected:
-            try:
-                await client.publish(
-                    self.topics.status,
-                    self._status(online=False, head=await self._head(), ts=self.clock()),
-                    qos=1,
-                    retain=True,
-                    timeout=2.0,
-                )
-            except aiomqtt.MqttError as exc:
-                log.warning("could not publish offline status", error=str(exc))
-        self._stopping = True
-        self._stop_event.set()
-        self._wake.set()
+        await self.session.stop(farewell=self._farewell)

@@ -9,12 +9,26 @@ distinctly from a broker that cannot be reached, which is retried.
 from __future__ import annotations
 
 import os
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiomqtt
-from paho.mqtt.reasoncodes import ReasonCode
+from progressived.mqtt.client import BrokerOptions, TlsOptions, describe, login_refused
+from progressived.mqtt.session import NotAuthorised
+
+__all__ = [
+    "EXIT_NOT_AUTHORISED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PASSWORD_ENV",
+    "SIGN_RECONNECT_MAX_S",
+    "BrokerLogin",
+    "LoginError",
+    "NotAuthorised",
+    "check_tls_files",
+    "not_authorised",
+    "resolve_password",
+    "why_unreachable",
+]
 
 PASSWORD_ENV = "PROGRESSIVE_SIGN_PASSWORD"
 
@@ -23,16 +37,16 @@ EXIT_OK = 0
 EXIT_USAGE = 2  # bad arguments, unreadable password or TLS file
 EXIT_NOT_AUTHORISED = 3  # the broker refused the login or a subscription
 
-# CONNACK codes meaning "who you are is not allowed": MQTT 3.1.1 (4, 5) and 5.0 (134, 135).
-_NOT_AUTHORISED_CODES = frozenset({4, 5, 134, 135})
+# A sign retries an unreachable broker from its ``reconnect_s`` (1 s) backing off to this,
+# jittered like every product client: a floor of signs does not come back in lockstep.
+SIGN_RECONNECT_MAX_S = 30.0
+
+not_authorised = login_refused  # whether a failed connection was the broker refusing us
+why_unreachable = describe  # a short reason for a failed connection
 
 
 class LoginError(ValueError):
     """A sign's login options cannot be used (one line for the operator)."""
-
-
-class NotAuthorised(Exception):
-    """The broker refused this sign: wrong credentials or the ACL denies it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +67,25 @@ class BrokerLogin:
     def url(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
-    def client(self, keepalive: int = 60, timeout: float | None = None) -> aiomqtt.Client:
-        """A fresh client for one connection attempt (``keepalive``: seconds between pings;
-        a broker that answers none within about two of them counts as gone)."""
-        tls_params = None
-        if self.tls:
-            tls_params = aiomqtt.TLSParameters(
-                ca_certs=str(self.cafile) if self.cafile else None,
-                certfile=str(self.certfile) if self.certfile else None,
-                keyfile=str(self.keyfile) if self.keyfile else None,
-                cert_reqs=ssl.CERT_REQUIRED,
-            )
-        return aiomqtt.Client(
-            self.host,
-            self.port,
-            identifier=None,
+    def options(
+        self, *, keepalive_s: int = 60, timeout_s: float = 10.0, reconnect_s: float = 1.0
+    ) -> BrokerOptions:
+        """This login as a session's options. The client id is the user name (one account
+        per sign process, docs/mqtt.md); an anonymous sign lets the broker pick one.
+        ``keepalive_s``: seconds between pings (a silent broker is given up about one more
+        keepalive later)."""
+        tls = TlsOptions(self.cafile, self.certfile, self.keyfile, self.tls_insecure)
+        return BrokerOptions(
+            host=self.host,
+            port=self.port,
+            client_id=self.username,
             username=self.username,
             password=self.password,
-            tls_params=tls_params,
-            tls_insecure=self.tls_insecure if self.tls else None,
-            keepalive=keepalive,
-            timeout=timeout,
+            tls=tls if self.tls else None,
+            keepalive_s=keepalive_s,
+            publish_timeout_s=timeout_s,
+            reconnect_initial_s=reconnect_s,
+            reconnect_max_s=max(reconnect_s, SIGN_RECONNECT_MAX_S),
         )
 
 
@@ -103,18 +115,3 @@ def check_tls_files(login: BrokerLogin) -> None:
     ):
         if path is not None and not path.is_file():
             raise LoginError(f"TLS {what} file {path} does not exist")
-
-
-def not_authorised(exc: aiomqtt.MqttError) -> bool:
-    """Whether a failed connection was the broker refusing who we are."""
-    if isinstance(exc, aiomqtt.MqttCodeError):
-        rc = exc.rc
-        code = rc.value if isinstance(rc, ReasonCode) else rc
-        return code in _NOT_AUTHORISED_CODES
-    return False
-
-
-def why_unreachable(exc: aiomqtt.MqttError) -> str:
-    """A short reason for a failed connection (connection refused, TLS, timeout...)."""
-    text = str(exc).strip()
-    return text or type(exc).__name__

@@ -8,9 +8,9 @@ restarts its ``seq`` expectation (docs/mqtt.md).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
@@ -25,13 +25,8 @@ from progressived.mqtt.payloads import (
     meter_topic,
     status_topic,
 )
-from progressived.signs.broker import (
-    EXIT_NOT_AUTHORISED,
-    BrokerLogin,
-    NotAuthorised,
-    not_authorised,
-    why_unreachable,
-)
+from progressived.mqtt.session import MqttSession
+from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin, NotAuthorised
 from progressived.signs.screen import redraw
 
 PROBLEM_EVERY_S = 10.0  # at most one line every 10 s about ignored malformed messages (as --web)
@@ -254,14 +249,57 @@ class _Ignored:
             self.said, self.count = now, 0
 
 
-def _refused(granted: object) -> bool:
-    """Whether a SUBACK refused the subscription (0x80, or an MQTT 5 failure code)."""
-    codes = granted if isinstance(granted, (list, tuple)) else [granted]
-    for code in codes:
-        value = getattr(code, "value", code)
-        if isinstance(value, int) and value >= 0x80:
-            return True
-    return False
+class _SignNotices:
+    """The session's news as a sign says it: one stderr line each, the screen redrawn."""
+
+    def __init__(
+        self, login: BrokerLogin, view: View, notice: Callable[[str], None], source: str
+    ) -> None:
+        self.login, self.view, self.notice, self.source = login, view, notice, source
+        self.redraw: Callable[[], None] = lambda: None
+        self.unreachable = ""  # the reason said for the current outage ("" when connected)
+
+    def connected(self, session: MqttSession) -> None:
+        self.unreachable = ""
+        if self.view.state == "waiting":
+            self.notice(f"connected; waiting for {self.view.waiting_for}")
+            self.redraw()
+
+    def disconnected(self, session: MqttSession, retry_in_s: float | None) -> None:
+        url = self.login.url
+        if retry_in_s is None:  # refused: retrying cannot help
+            if session.detail.startswith("not authorised to read"):
+                self.notice(f"broker {url} refused this sign: {session.detail} (check the ACL)")
+            else:
+                who = (
+                    f"user {self.login.username!r}" if self.login.username else "an anonymous sign"
+                )
+                self.notice(
+                    f"broker {url} refused the login of {who}: not authorised "
+                    f"({session.detail}; check --username and the password)"
+                )
+            return
+        if session.detail != self.unreachable:
+            self.unreachable = session.detail
+            o = session.options
+            self.notice(
+                f"broker {url} unreachable ({session.detail}); retrying "
+                f"(every {o.reconnect_initial_s:g}s, backing off to {o.reconnect_max_s:g}s)"
+            )
+        view = self.view
+        view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
+            self.source: "broker unreachable"
+        }
+        self.redraw()
+
+    def denied(self, session: MqttSession, topic: str, reason: str, first: bool) -> None:
+        return None  # a sign publishes nothing
+
+    def accepted(self, session: MqttSession, topic: str) -> None:
+        return None
+
+    def downgraded(self, session: MqttSession) -> None:
+        return None
 
 
 async def run_sign(
@@ -280,15 +318,15 @@ async def run_sign(
     """Subscribe to one table's meter (or ``view``'s: a linked meter) and draw until
     interrupted (or after ``count`` updates).
 
-    An unreachable broker is retried every ``reconnect_s``; a refused login or subscription
-    is reported in one line and returns ``EXIT_NOT_AUTHORISED`` (retrying cannot help).
+    An unreachable broker is retried (from ``reconnect_s``, backing off); a refused login
+    or subscription is reported in one line and returns ``EXIT_NOT_AUTHORISED`` (retrying
+    cannot help).
     """
     if view is None:
         view = SignView(prefix, meter_id, table_id)
     view.waiting_for = f"a controller to publish {view.meter_topic} on {login.url}"
-    topics = view.topics()
+    sign_view = view
     updates = 0
-    unreachable = ""
     ignored = _Ignored(err)
 
     def notice(line: str) -> None:
@@ -297,54 +335,36 @@ async def run_sign(
 
     def draw() -> None:
         if plain:
-            out.write(view.plain() + "\n")
+            out.write(sign_view.plain() + "\n")
         else:
-            out.write(redraw(view.render(), out))
+            out.write(redraw(sign_view.render(), out))
         out.flush()
 
-    while True:
-        try:
-            async with login.client() as client:
-                for topic in topics:
-                    if _refused(await client.subscribe(topic, qos=1)):
-                        raise NotAuthorised(f"not authorised to read {topic}")
-                unreachable = ""
-                if view.state == "waiting":
-                    notice(f"connected; waiting for {view.waiting_for}")
-                    if not plain:
-                        draw()
-                async for message in client.messages:
-                    payload = message.payload
-                    if not isinstance(payload, (bytes, bytearray)):
-                        continue
-                    if not view.apply(str(message.topic), bytes(payload)):
-                        if view.problem:
-                            ignored.say(str(message.topic), view.problem)
-                        continue
-                    updates += 1
-                    draw()
-                    if count is not None and updates >= count:
-                        return 0
-        except NotAuthorised as exc:
-            notice(f"broker {login.url} refused this sign: {exc} (check the ACL)")
-            return EXIT_NOT_AUTHORISED
-        except aiomqtt.MqttError as exc:
-            if not_authorised(exc):
-                who = f"user {login.username!r}" if login.username else "an anonymous sign"
-                notice(
-                    f"broker {login.url} refused the login of {who}: not authorised "
-                    "(check --username and the password)"
-                )
-                return EXIT_NOT_AUTHORISED
-            reason = why_unreachable(exc)
-            if reason != unreachable:
-                unreachable = reason
-                notice(
-                    f"broker {login.url} unreachable ({reason}); retrying every {reconnect_s:g}s"
-                )
-            view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
-                table_id or "link": "broker unreachable"
-            }
-            if not plain:
-                draw()
-            await asyncio.sleep(reconnect_s)
+    notices = _SignNotices(login, view, notice, table_id or "link")
+    if not plain:
+        notices.redraw = draw
+    session = MqttSession(
+        login.options(reconnect_s=reconnect_s), observers=[notices], give_up_refused=True
+    )
+
+    async def take(message: aiomqtt.Message) -> None:
+        nonlocal updates
+        payload = message.payload
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        if not sign_view.apply(str(message.topic), bytes(payload)):
+            if sign_view.problem:
+                ignored.say(str(message.topic), sign_view.problem)
+            return
+        updates += 1
+        draw()
+        if count is not None and updates >= count:
+            await session.stop()
+
+    for topic in view.topics():
+        session.subscribe(topic, take)
+    try:
+        await session.run()
+    except NotAuthorised:
+        return EXIT_NOT_AUTHORISED
+    return 0

@@ -291,7 +291,13 @@ class LinkController:
             "messages": dict(self.counts),
             "unreadable": dict(self.unreadable),
             "batches": self.batches,
-            "broker": {"connected": self.mqtt.connected},
+            "broker": {
+                "connected": self.mqtt.connected,
+                "state": self.mqtt.session.state,
+                "error": self.mqtt.session.detail,
+                "denied": dict(sorted(self.mqtt.session.denied.items())),
+                "denied_total": self.mqtt.session.denied_total,
+            },
             "ledger": {
                 "ok": self.ledger_error is None,
                 "error": self.ledger_error or "",
@@ -382,7 +388,7 @@ class LinkController:
         with contextlib.suppress(asyncio.CancelledError):
             await process
         await self.mqtt.drain(2.0)
-        self.mqtt.stop()
+        await self.mqtt.stop()
         await control.stop()
         for task in tasks:
             task.cancel()

@@ -22,14 +22,8 @@ from typing import Any, TextIO
 import aiomqtt
 from aiohttp import web
 
-from progressived.signs.broker import (
-    EXIT_NOT_AUTHORISED,
-    BrokerLogin,
-    NotAuthorised,
-    not_authorised,
-    why_unreachable,
-)
-from progressived.signs.terminal import _refused
+from progressived.mqtt.session import MqttSession
+from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin, NotAuthorised
 from progressived.signs.web import DEFAULT_PORT
 from progressived.signs.web.look import SignConfig
 from progressived.signs.web.model import Floor
@@ -150,32 +144,25 @@ class SignServer:
 
     async def follow_broker(self) -> int:
         """Subscribe and feed the floor for ever; returns only when the login is refused."""
-        while True:
-            try:
-                client = self.login.client(
-                    keepalive=self.keepalive_s, timeout=max(2.0, 2.0 * self.keepalive_s)
-                )
-                async with client:
-                    for topic in self.topics():
-                        if _refused(await client.subscribe(topic, qos=1)):
-                            raise NotAuthorised(f"not authorised to read {topic}")
-                    self.set_broker("connected")
-                    async for message in client.messages:
-                        payload = message.payload
-                        if isinstance(payload, (bytes, bytearray)):
-                            self.take(str(message.topic), bytes(payload))
-            except NotAuthorised as exc:
-                self.set_broker("not authorised", str(exc))
-                return EXIT_NOT_AUTHORISED
-            except aiomqtt.MqttError as exc:
-                if not_authorised(exc):
-                    self.set_broker("not authorised", "the broker refused the sign's login")
-                    return EXIT_NOT_AUTHORISED
-                reason = why_unreachable(exc)
-                if "during message iteration" in reason:
-                    reason = f"connection lost: no answer within {2 * self.keepalive_s}s"
-                self.set_broker("unreachable", reason)
-            await asyncio.sleep(self.reconnect_s)
+        options = self.login.options(
+            keepalive_s=self.keepalive_s,
+            timeout_s=max(2.0, 2.0 * self.keepalive_s),
+            reconnect_s=self.reconnect_s,
+        )
+        session = MqttSession(options, observers=[_BrokerState(self)], give_up_refused=True)
+
+        async def take(message: aiomqtt.Message) -> None:
+            payload = message.payload
+            if isinstance(payload, (bytes, bytearray)):
+                self.take(str(message.topic), bytes(payload))
+
+        for topic in self.topics():
+            session.subscribe(topic, take)
+        try:
+            await session.run()
+        except NotAuthorised:
+            return EXIT_NOT_AUTHORISED
+        return 0
 
     # HTTP ---------------------------------------------------------------------------
 
@@ -233,6 +220,37 @@ class SignServer:
         app.router.add_get("/state.json", self.state)
         app.router.add_static("/static/", STATIC)
         return app
+
+
+class _BrokerState:
+    """The session's news as the page shows it (the ``broker`` state and its detail)."""
+
+    def __init__(self, server: SignServer) -> None:
+        self.server = server
+
+    def connected(self, session: MqttSession) -> None:
+        self.server.set_broker("connected")
+
+    def disconnected(self, session: MqttSession, retry_in_s: float | None) -> None:
+        if retry_in_s is None:
+            detail = session.detail
+            if not detail.startswith("not authorised to read"):
+                detail = f"the broker refused the sign's login ({detail})"
+            self.server.set_broker("not authorised", detail)
+        elif session.detail == "no answer to the keepalive ping":
+            limit = round(session.options.loss_bound_s)
+            self.server.set_broker("unreachable", f"connection lost: no answer within {limit}s")
+        else:
+            self.server.set_broker("unreachable", session.detail)
+
+    def denied(self, session: MqttSession, topic: str, reason: str, first: bool) -> None:
+        return None  # a sign publishes nothing
+
+    def accepted(self, session: MqttSession, topic: str) -> None:
+        return None
+
+    def downgraded(self, session: MqttSession) -> None:
+        return None
 
 
 async def serve(
