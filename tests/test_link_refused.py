@@ -182,12 +182,15 @@ async def test_a_conflict_that_resending_cannot_cure_closes_it_and_the_message_w
             stray = Result(seq=seq + 5, id=f"{TABLE}:{seq + 5}", **refusal)
             await client.publish(topic, encode(stray), qos=1)
             await until(lambda: "disagree" in t.log_text(), "the stray refusal logged")
-            assert journal(t, "table_closed")[-1]["reason"] != "link refused: conflict"
+            reasons = [r["reason"] for r in journal(t, "table_closed")]
+            assert "link refused: conflict" not in reasons
             await client.publish(topic, encode(Result(seq=seq, id=msg_id, **refusal)), qos=1)
         await until(
             lambda: "link refused: conflict" in last_meter(t)["closed"], "CLOSED: conflict"
         )
-        assert [r["reason"] for r in journal(t, "table_closed")][-1] == "link refused: conflict"
+        # (a link-down closure may follow on a loaded machine: the fake link's heartbeats are
+        # not this test's subject, so the refusal's row is looked for, not the last one)
+        assert "link refused: conflict" in [r["reason"] for r in journal(t, "table_closed")]
         assert journal(t, "link_result") == [] and not outbox_empty(t)  # not final
         shown = await asyncio.to_thread(status, t)
         assert shown["link"]["refused"]["code"] == "conflict" and shown["link"]["closed"]
