@@ -45,7 +45,7 @@ async def _drain_keys(rig: Rig) -> None:
 async def test_a_strict_board_resynchronises_within_a_second_after_a_reboot(
     tmp_path: Path,
 ) -> None:
-    """Issue 11.6: after a reboot the controller answers with its hello (numbering from 1)."""
+    """After a reboot the controller answers with its hello (numbering from 1)."""
     link = tmp_path / "board"
     sim = BoardSimulator(link=link, heartbeat_interval_s=1.0, seats=7)
     await sim.start()
@@ -89,7 +89,7 @@ async def test_a_strict_board_resynchronises_within_a_second_after_a_reboot(
 
 
 async def test_a_hello_with_a_lower_sequence_resets_the_expectation(tmp_path: Path) -> None:
-    """Issue 11.7: a same-boot HELLO with a lower seq is honoured, the table stays open."""
+    """A same-boot HELLO with a lower seq is honoured, the table stays open."""
     async with make_rig(tmp_path, missed=4) as rig:
         await rig.online()
         sim, drv = rig.sim, rig.drv
@@ -180,7 +180,7 @@ def test_wire_log_window_reports_what_it_suppressed() -> None:
 
 
 async def test_board_log_lines_carry_the_daemons_current_round(rig: Rig) -> None:
-    """Issue 11.21: the driver's task started before the round; its lines must still say it."""
+    """The driver's task started before the round; its lines must still say it."""
     structlog.contextvars.bind_contextvars(table="tcp-07", round=42)
     try:
         with capture_logs() as logs:

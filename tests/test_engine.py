@@ -363,7 +363,7 @@ def test_transfer_only_above_the_reset_value_and_not_mid_round() -> None:
 
 
 def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
-    """Issue 11: a straight flush confirmed before the second one is keyed still shares equally."""
+    """A straight flush confirmed before the second one is keyed still shares equally."""
     params = table("pmg-01", start=2000 * DOLLAR, policy=Policy.SPLIT)
     state, _ = run(params, fresh(params), Sensors(present=frozenset({1, 3})), Lock())
     early, decisions = run(
@@ -398,7 +398,7 @@ def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
 
 
 def test_split_confirm_one_of_two_jackpots_then_reject_the_other_keeps_the_reset() -> None:
-    """Issue 11: the meter is never left below the seed after a paid 100% award."""
+    """The meter is never left below the seed after a paid 100% award."""
     jackpot = paytable_from_mapping(
         {
             "id": "two-jackpots",

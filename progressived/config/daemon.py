@@ -81,7 +81,7 @@ class BoardSection(BaseModel):
 
 
 class LinkSection(_Strict):
-    """The link this table's linked meters belong to (issue 13; docs/link.md)."""
+    """The link this table's linked meters belong to (docs/link.md)."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
     missed_heartbeats: int = Field(default=3, ge=1, le=100)

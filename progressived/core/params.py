@@ -116,7 +116,7 @@ class TableParams:
 
     @property
     def linked_meters(self) -> frozenset[str]:
-        """The meters a link holds (issue 13); empty for a single table."""
+        """The meters a link holds (docs/link.md); empty for a single table."""
         return frozenset(m.id for m in self.meters if m.link is not None)
 
     def link_meter_ids(self) -> dict[str, str]:

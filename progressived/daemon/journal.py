@@ -69,7 +69,7 @@ class Journal(LedgerThread):
         self.notify = notify
         self.hits = HitCounts()
         self.key_started: dict[int, float] = {}
-        # A table with linked meters (issue 13): the linked port, and the link's side of
+        # A table with linked meters (docs/link.md): the linked port, and the link's side of
         # each decision (messages into the link outbox, in the decision's transaction).
         self.meter_port: MeterPort = LOCAL_BOOK
         self.link_book: LinkBook | None = None

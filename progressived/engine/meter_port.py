@@ -16,7 +16,7 @@ waits; the answer arrives as a :class:`MeterAnswered` command). Waiting is a nor
 of the round (``TableState.awaiting``): a claim keyed but not yet priced is not payable,
 RECONCILE, CONFIRM, REJECT, VOID and keying a meter hand refuse while the meter has not
 answered. A deferred adapter's events (``meter_requested``) are journaled like any other,
-so a table stopped while it waits finds the request again (the linked meter, issue 13).
+so a table stopped while it waits finds the request again (the linked meter, docs/link.md).
 A deferred meter may refuse a claim or a confirmation (``claim_refused``): the request is
 answered and the claim leaves the round (see docs/link.md, "A refused claim").
 """

@@ -127,7 +127,7 @@ def missing_triggers(conn: sqlite3.Connection) -> list[str]:
     return [sql for name, sql in LATE_TRIGGERS.items() if name not in have]
 
 
-# Version 2 (issue 13): the link outbox. A table's messages to its link controller wait here
+# Version 2: the link outbox (docs/link.md). A table's messages to its link controller wait here
 # until the link's final result is journaled -- deleted in that transaction, never on the
 # broker's PUBACK (docs/link.md). ``seq`` is the table's gapless link sequence.
 V2_LINK_OUTBOX = """

@@ -1,6 +1,6 @@
 """The linked adapter of the meter port: local meters at once, linked meters later.
 
-A table that joins a link (issue 13) keeps its local meters in its own book and ledger;
+A table that joins a link (docs/link.md) keeps its local meters in its own book and ledger;
 the linked meters' money is the link's. This port answers every request on a local meter
 with the local book (same transaction, as a single table does) and, for a linked meter:
 

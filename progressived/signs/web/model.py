@@ -1,7 +1,7 @@
 """What the web sign shows, as a pure function of the MQTT messages it has read.
 
 One :class:`Floor` holds every *source* a sign may show. A source today is a table
-(``<prefix>/table/<id>/...``); a link of tables (issue 13) will be one more source kind with
+(``<prefix>/table/<id>/...``); a link of tables is one more source kind with
 the same three topics (status, meter, event) under ``<prefix>/link/<id>/``: add it to
 ``SOURCE_KINDS`` and the page shows it like a table. The rules follow docs/mqtt.md for
 signs: a meter value with a lower ``seq`` than the one shown is ignored, until the source's
