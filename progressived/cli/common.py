@@ -25,6 +25,7 @@ from progressived.ledger.errors import (
     LedgerMissing,
     LedgerUnavailable,
 )
+from progressived.storage.sqlite_version import SQLiteTooOld
 
 
 class Exit(IntEnum):
@@ -55,6 +56,8 @@ def ledger_status(exc: LedgerError) -> Exit:
         return Exit.LEDGER_UNAVAILABLE
     if isinstance(exc, LedgerExists):
         return Exit.LEDGER_EXISTS
+    if isinstance(exc, SQLiteTooOld):
+        return Exit.MISSING_REQUIREMENT
     return Exit.FAILED
 
 
