@@ -103,6 +103,7 @@ def test_the_demo_without_the_web_extra_says_so_and_starts_nothing(tmp_path: Pat
 # ------------------------------------------------------------ the hashed requirements files
 
 REQUIREMENTS = ROOT / "requirements"
+FILES = ("progressived.txt", "web.txt", "postgres.txt")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?: ; (.+?))? \\$")
 
 
@@ -125,23 +126,25 @@ def pins(path: Path) -> dict[str, tuple[str, str | None, list[str]]]:
 
 
 def test_every_dependency_is_pinned_with_hashes_and_aiohttp_only_for_the_web_sign() -> None:
-    core, web = pins(REQUIREMENTS / "progressived.txt"), pins(REQUIREMENTS / "web.txt")
     project = PYPROJECT["project"]
-    for path, wanted in (
-        ("progressived.txt", project["dependencies"]),
-        ("web.txt", [*project["dependencies"], *project["optional-dependencies"]["web"]]),
-    ):
-        found = core if path == "progressived.txt" else web
+    files = {"progressived.txt": [], "web.txt": ["web"], "postgres.txt": ["postgres"]}
+    core = pins(REQUIREMENTS / "progressived.txt")
+    for name, extras in files.items():
+        found = pins(REQUIREMENTS / name)
+        wanted = [*project["dependencies"]]
+        for extra in extras:
+            wanted += project["optional-dependencies"][extra]
         for text in wanted:
             req = Requirement(text)
-            name = canonicalize_name(req.name)
-            assert name in found, f"{path} does not pin {name}"
-            version, _, hashes = found[name]
-            assert req.specifier.contains(version), f"{path}: {name}=={version} is not {req}"
-        assert all(hashes for _, _, hashes in found.values()), f"{path}: a pin without a hash"
-    assert "aiohttp" not in core and "aiohttp" in web
-    # One virtualenv holds both (the web sign beside a table): the core pins are the same.
-    assert {name: web[name] for name in core} == core
+            dist = canonicalize_name(req.name)
+            assert dist in found, f"{name} does not pin {dist}"
+            version, _, _ = found[dist]
+            assert req.specifier.contains(version), f"{name}: {dist}=={version} is not {req}"
+        assert all(hashes for _, _, hashes in found.values()), f"{name}: a pin without a hash"
+        # One virtualenv holds the core and an extra: the core's pins are the same in each.
+        assert {dist: found[dist] for dist in core} == core, name
+    assert "aiohttp" not in core and "aiohttp" in pins(REQUIREMENTS / "web.txt")
+    assert "psycopg" not in core and "psycopg" in pins(REQUIREMENTS / "postgres.txt")
 
 
 def test_the_requirements_files_are_what_requirements_compile_makes(tmp_path: Path) -> None:
@@ -150,7 +153,7 @@ def test_the_requirements_files_are_what_requirements_compile_makes(tmp_path: Pa
     copy = tmp_path / "checkout"
     (copy / "requirements").mkdir(parents=True)
     shutil.copy(ROOT / "pyproject.toml", copy)
-    for name in ("compile", "progressived.txt", "web.txt"):
+    for name in ("compile", *FILES):
         shutil.copy2(REQUIREMENTS / name, copy / "requirements" / name)
     uv = Path(sys.executable).with_name("uv")
     done = subprocess.run(
@@ -161,7 +164,7 @@ def test_the_requirements_files_are_what_requirements_compile_makes(tmp_path: Pa
         env={**os.environ, "UV": str(uv)},
     )
     assert done.returncode == 0, done.stderr
-    for name in ("progressived.txt", "web.txt"):
+    for name in FILES:
         assert (copy / "requirements" / name).read_text() == (REQUIREMENTS / name).read_text()
     # ... and it notices: a new dependency is pinned, with its hashes.
     project = copy / "pyproject.toml"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from progressived.ledger import Ledger
-from progressived.storage.sqlite_version import MINIMUM_SQLITE_TEXT, SQLiteTooOld, sqlite_too_old
 from progressived.link.store.ledger import LinkLedger
+from progressived.storage.sqlite_version import MINIMUM_SQLITE_TEXT, SQLiteTooOld, sqlite_too_old
 from tests.helpers import table as table_params
 from tests.link_sim import link_params
 from tests.test_cli_faults import config, one_line
