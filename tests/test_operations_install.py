@@ -37,12 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from packaging.markers import Marker
 
+from progressived.cli.extras import INSTALL_WEB
 from tests.conftest import ROOT
 from tests.doc_broker import doc_block
 from tests.install_root import InstallRoot, Ran, install_root
+from tests.test_packaging import pins
 
 OPERATIONS = ROOT / "docs" / "operations.md"
+REQUIREMENTS = ROOT / "requirements"
 SIGN = ROOT / "docs" / "sign.md"  # the sign server's and the kiosk's blocks
 BLOCK = re.compile(r"<!-- install: ([a-z-]+) -->\n```sh\n(.*?)```", re.DOTALL)
 BLOCK_ORDER = ["table", "broker", "link", "by-hand-table", "by-hand-link"]
@@ -113,10 +117,20 @@ def test_the_install_blocks_are_marked_and_only_the_named_lines_are_skipped() ->
         runnable("systemctl restart \\\n  mosquitto\n")
 
 
+# Run after the table's and the link's blocks, before the web sign's adds its extra.
+CORE_ONLY = {
+    "pip check": "/opt/progressived/bin/pip check",
+    "self-check": "/opt/progressived/bin/progressived self-check "
+    "--config /etc/progressived/progressived.toml",
+    "sign --web": "/opt/progressived/bin/progressivectl sign --web --port 1",
+}
+
+
 @dataclass
 class Installed:
     root: InstallRoot
     ran: dict[str, Ran] = field(default_factory=dict)
+    core_only: dict[str, Ran] = field(default_factory=dict)
     mosquitto_log: str = ""
 
 
@@ -124,15 +138,25 @@ class Installed:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     work = tmp_path_factory.mktemp("install")
     wheels, release, operator = work / "wheels", work / "release", work / "operator-bin"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    # What a machine with internet access fetches for a table computer without: the pinned
+    # files (their hashes checked here and again by the blocks' pip), and the program's wheel.
+    pip = [sys.executable, "-m", "pip", "-q"]
+    for fetch in (
+        [
+            *pip,
+            "download",
+            "--require-hashes",
+            "-r",
+            str(REQUIREMENTS / "web.txt"),
+            "-d",
+            str(wheels),
+        ],
+        [*pip, "wheel", "--no-deps", "-w", str(wheels), str(ROOT)],
+    ):
+        subprocess.run(fetch, check=True, capture_output=True, timeout=600)
     release.mkdir()
     shutil.copy(wheels / f"progressived-{VERSION}-py3-none-any.whl", release)
-    for folder in ("systemd", "config", "docs"):
+    for folder in ("systemd", "config", "docs", "requirements"):
         shutil.copytree(ROOT / folder, release / folder)
     operator.mkdir()
     (operator / "editor").write_text(EDITOR)
@@ -146,6 +170,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         done = Installed(root)
         blocks.update(install_blocks(SIGN.read_text()))
         for name in ("table", "broker", "link", *SIGN_BLOCKS):
+            if name == SIGN_BLOCKS[0]:  # the core alone, before the sign's block adds the extra
+                done.core_only = {what: root.bash(line) for what, line in CORE_ONLY.items()}
             done.ran[name] = root.bash("umask 077\n" + runnable(blocks[name]))
         done.mosquitto_log = start_mosquitto_as_debian_does(root, work / "mosquitto.out")
         yield done
@@ -228,6 +254,38 @@ def test_the_table_install_runs_verbatim_and_makes_what_the_daemon_needs(
     assert verify.returncode == 0, verify
 
 
+def _said(ran: Ran) -> list[str]:
+    """What a command printed, without bash's ``-x`` trace."""
+    return [line for line in ran.output.splitlines() if not line.startswith("+ ")]
+
+
+@pytest.mark.timeout(600)
+def test_the_table_install_has_exactly_the_pinned_libraries_and_no_web_extra(
+    installed: Installed,
+) -> None:
+    """``--require-hashes`` then ``--no-deps``: the pinned files, nothing more or less."""
+    core_only = installed.core_only
+    assert core_only["pip check"].returncode == 0, core_only["pip check"]
+    check = core_only["self-check"]
+    assert check.returncode == 0, check
+    said = "\n".join(_said(check))
+    dependencies = json.loads(said[said.index("{") :])["dependencies"]
+    pinned = {
+        name: version
+        for name, (version, marker, _) in pins(REQUIREMENTS / "progressived.txt").items()
+        if marker is None or Marker(marker).evaluate()
+    }
+    assert dependencies == pinned
+    assert "aiohttp" not in dependencies
+    # Without the web extra: one line naming it, exit 8.
+    web = core_only["sign --web"]
+    assert web.returncode == 8, web
+    assert _said(web) == [
+        "progressivectl sign --web needs the web extra, which is not installed here (no "
+        f"module 'aiohttp'): {INSTALL_WEB}"
+    ]
+
+
 @pytest.mark.timeout(600)
 def test_the_link_install_runs_verbatim_and_its_state_directory_comes_first(
     installed: Installed,
@@ -281,9 +339,10 @@ def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Inst
     assert len(root.host(password).read_text().strip()) >= 24
     # /opt/progressived is a symlink (absolute, inside the root) to this version's folder
     page = root.host(f"/opt/progressived-{VERSION}/share/progressived/kiosk.html")
-    assert page.read_bytes() == (
-        ROOT / "progressived" / "signs" / "web" / "static" / "kiosk.html"
-    ).read_bytes()
+    assert (
+        page.read_bytes()
+        == (ROOT / "progressived" / "signs" / "web" / "static" / "kiosk.html").read_bytes()
+    )
 
 
 @pytest.mark.timeout(600)

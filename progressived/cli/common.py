@@ -25,6 +25,7 @@ from progressived.ledger.errors import (
     LedgerMissing,
     LedgerUnavailable,
 )
+from progressived.storage.sqlite_version import SQLiteTooOld
 
 
 class Exit(IntEnum):
@@ -38,6 +39,9 @@ class Exit(IntEnum):
     LEDGER_UNAVAILABLE = 5  # the ledger cannot be written (permissions, another writer)
     LEDGER_EXISTS = 6  # `progressived init` refused: there is a file at the ledger path
     CANNOT_LISTEN = 7  # a port or control socket it must listen on is taken or not bindable
+    # The installation lacks what the command needs: this system's SQLite is older than the
+    # ledger's schema needs, or an optional part (the `web` extra) is not installed.
+    MISSING_REQUIREMENT = 8
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
     BROKEN_PIPE = 141  # the reader of the output went away, e.g. `| head` (128 + SIGPIPE)
 
@@ -52,6 +56,8 @@ def ledger_status(exc: LedgerError) -> Exit:
         return Exit.LEDGER_UNAVAILABLE
     if isinstance(exc, LedgerExists):
         return Exit.LEDGER_EXISTS
+    if isinstance(exc, SQLiteTooOld):
+        return Exit.MISSING_REQUIREMENT
     return Exit.FAILED
 
 

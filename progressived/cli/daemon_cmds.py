@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from progressived import __version__
-from progressived.cli import link_cmd, preflight
+from progressived.cli import extras, link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.daemon import DaemonConfig, load_daemon_config
 from progressived.config.table import ConfigError
@@ -186,6 +186,9 @@ def dispatch(args: argparse.Namespace) -> int:
         )
     if args.command == "completion":
         return int(args.handler(args))
+    if args.command == "demo" and (missing := extras.web_missing("progressived demo")):
+        print(missing, file=sys.stderr)  # the demo shows its meter on a web sign too
+        return Exit.MISSING_REQUIREMENT
     if args.command == "demo" and args.tables != 1:
         if args.tables < 2:
             why = "--tables wants N >= 2 (1 is the single table)"

@@ -30,6 +30,7 @@ from progressived.ledger import LedgerError, schema
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import LedgerMissing
 from progressived.ledger.readonly import connect_untouched
+from progressived.storage.sqlite_version import sqlite_too_old
 
 if TYPE_CHECKING:
     from progressived.config.daemon import DaemonConfig
@@ -93,6 +94,8 @@ def ledger_file(
 
     ``user``: check access as that user (root only) instead of as this process.
     """
+    if (too_old := sqlite_too_old()) is not None:  # nor could it read the file's schema
+        return [Finding("sqlite", too_old, error=True, status=Exit.MISSING_REQUIREMENT)]
     if not path.parent.is_dir():
         return [
             _error(

@@ -2,8 +2,8 @@
 
 Exit status: 0 after ``--count`` updates or Ctrl-C; 2 for bad usage, an unreadable
 password/TLS file or a ``--listen`` address that cannot be bound; 3 when the broker refuses
-the login or a subscription. An unreachable broker is retried (one line on stderr per
-outage), never an exit.
+the login or a subscription; 8 for ``--web`` without the ``web`` extra installed. An
+unreachable broker is retried (one line on stderr per outage), never an exit.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from progressived.cli import extras
+from progressived.cli.common import Exit
 from progressived.signs.broker import (
     EXIT_USAGE,
     PASSWORD_ENV,
@@ -32,7 +34,8 @@ def register(sub: Any) -> None:
         "sign",
         help="a terminal meter sign subscribed to the broker",
         description="Show one table's meter as a sign would (docs/mqtt.md). Exit status: "
-        "0 done, 2 bad usage or file, 3 not authorised; an unreachable broker is retried.",
+        "0 done, 2 bad usage or file, 3 not authorised, 8 --web without the web extra "
+        "installed; an unreachable broker is retried.",
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default 1883, or 8883 with --tls")
@@ -208,6 +211,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         login = login_from(args)
         if args.web:
+            if (missing := extras.web_missing("progressivectl sign --web")) is not None:
+                print(missing, file=sys.stderr)
+                return Exit.MISSING_REQUIREMENT
             return run_web(args, login)
         if args.link:
             if len(args.link) > 1 or args.table:

@@ -37,10 +37,17 @@ COLUMNS = (
 )
 
 
-def _rows(conn: sqlite3.Connection, since: int) -> Iterator[tuple[Any, ...]]:
-    yield from conn.execute(
-        f"SELECT {', '.join(COLUMNS)} FROM journal WHERE seq > ? ORDER BY seq", (since,)
+def _rows(conn: sqlite3.Connection, since: int) -> Iterator[dict[str, Any]]:
+    """The journal rows after ``since`` as column -> value, read through sqlite-utils
+    (imported here: only the export needs it), without its plugins: nothing installed
+    beside the package may hook an auditor's connection to the ledger."""
+    import sqlite_utils  # noqa: PLC0415
+
+    db = sqlite_utils.Database(conn, execute_plugins=False)
+    rows: Iterator[dict[str, Any]] = db.query(
+        f"SELECT {', '.join(COLUMNS)} FROM journal WHERE seq > ? ORDER BY seq", [since]
     )
+    yield from rows
 
 
 def export(path: Path | str, out: TextIO, fmt: str, since: int = 0) -> int:
@@ -59,12 +66,11 @@ def export(path: Path | str, out: TextIO, fmt: str, since: int = 0) -> int:
             writer = csv.writer(out, lineterminator="\n")
             writer.writerow(COLUMNS)
             for row in _rows(conn, since):
-                writer.writerow(["" if v is None else v for v in row])
+                writer.writerow(["" if row[c] is None else row[c] for c in COLUMNS])
                 count += 1
         else:
             out.write("[")
-            for row in _rows(conn, since):
-                item = dict(zip(COLUMNS, row, strict=True))
+            for item in _rows(conn, since):
                 item["data"] = json.loads(item["data"])
                 out.write(("\n" if count == 0 else ",\n") + json.dumps(item, sort_keys=True))
                 count += 1

@@ -167,7 +167,7 @@ def file_version(conn: sqlite3.Connection) -> int:
     else:
         import sqlite_utils  # noqa: PLC0415 - only for files that are not current ledgers
 
-        tables = set(sqlite_utils.Database(conn).table_names())
+        tables = set(sqlite_utils.Database(conn, execute_plugins=False).table_names())
     if not tables and app_id == 0 and version == 0:
         return 0
     if app_id != APPLICATION_ID or not tables >= LEDGER_TABLES:

@@ -35,6 +35,7 @@ from progressived.storage.errors import (
     LedgerUnavailable,
 )
 from progressived.storage.port import LEASE, ChainRow, Lease, Statement, Writable
+from progressived.storage.sqlite_version import require_sqlite
 
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 BUSY_TIMEOUT_MS = 5000
@@ -155,6 +156,7 @@ class SqliteStore:
         ``existing`` (:class:`LedgerMissing` if it is not there) or ``new``
         (:class:`LedgerExists` if it is); checked again once the lock is held, so no
         other process can make the file in between."""
+        require_sqlite()  # before any file is touched: SQLite too old for the STRICT tables
         path = Path(path)
         if presence != "any":
             check_presence(path, presence)
