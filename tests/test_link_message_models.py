@@ -11,12 +11,18 @@ else is wrong, and unknown keys come before any field.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pydantic.dataclasses import is_pydantic_dataclass
+
 from bench import link_decode
 from progressived.link.core import messages as m
+from progressived.link.core import schemas, snapshot
+from tests.link_rig import Rig
 
 CORPUS = json.loads((Path(__file__).parent / "link_decode_codes.json").read_text())
 
@@ -78,3 +84,107 @@ def test_the_micro_benchmark_decodes_and_refuses_what_it_names() -> None:
     figures = link_decode.measure(number=5, repeat=1)
     assert set(figures) == set(link_decode.payloads())
     assert all(row["per_s"] > 0 for row in figures.values())
+
+
+PARTS = (m.Head, m.MeterWagers, m.Award, m.Hit)
+MODELS = (*m.TABLE_TYPES.values(), *m.LINK_TYPES.values(), *PARTS)
+HEAD = m.Head(3, "a" * 64)
+
+
+def test_every_message_and_part_is_a_frozen_pydantic_model() -> None:
+    for cls in MODELS:
+        assert is_pydantic_dataclass(cls), cls
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        HEAD.seq = 4  # type: ignore[misc]
+    assert m.Head(3, "a" * 64) == m.Head(seq=3, hash="a" * 64)  # positional, as before
+    assert hash(m.MeterWagers("pmg", 1, 10_000)) == hash(m.MeterWagers("pmg", 1, 10_000))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: m.Claim(table="t1", seq=1, id="t1:1", head=HEAD, at="", claim="c", round=1,
+                        seat=13, hand="royal-flush", meter="pmg"),
+        lambda: m.Contribution(table="t1", seq=0, id="t1:1", head=HEAD, at="", round=1,
+                               wagers=()),
+        lambda: m.MeterWagers("pmg", 1, 10**15 + 1),
+        lambda: m.MeterWagers("pmg", True, 1),  # a bool is not a count
+        lambda: m.Hit(table="t1", seat=2, hand="royal-flush", units=1.0),  # money is an int
+        lambda: m.Head(3, "A" * 64),
+        lambda: m.Award(claim="c", meter="pmg", hand="h", units=1, order=1, share_of=1,
+                        state="lost"),
+        lambda: m.Result(link="l", table="t1", seq=1, id="i", status="applied", code="ok",
+                         reason="x" * (m.MAX_REASON + 1), resend_from=0, lseq=0, head=HEAD),
+        lambda: m.Result(link="l", table="t1", seq=1, id="i", status="applied", code="ok",
+                         reason="", resend_from=0, lseq=0, head=HEAD,
+                         awards=(m.Award(claim="c", meter="pmg", hand="h", units=1, order=1,
+                                         share_of=1, state="paid"),) * 65),
+        lambda: m.Heartbeat(link="l", table="t1\n", expect=1, lseq=0, head=HEAD, at=""),
+    ],
+)  # fmt: skip
+def test_a_message_the_decoder_would_refuse_cannot_be_built(build: Any) -> None:
+    """Built in the process or decoded from outside, a message is checked by the same model:
+    neither side can send what the other refuses."""
+    with pytest.raises(ValueError, match="validation error"):
+        build()
+
+
+def _integer_bounds(schema: dict[str, Any], path: tuple[Any, ...] = ()) -> Any:
+    """Every integer property of a schema (nested parts too) with its path and bounds."""
+    for name, prop in schema.get("properties", {}).items():
+        for choice in prop.get("oneOf", [prop]):
+            if choice.get("type") == "integer":
+                yield (*path, name), choice["minimum"], choice["maximum"]
+            elif choice.get("type") == "object":
+                yield from _integer_bounds(choice, (*path, name))
+            elif choice.get("type") == "array":
+                yield from _integer_bounds(choice["items"], (*path, name, 0))
+
+
+def _with(payload: dict[str, Any], path: tuple[Any, ...], value: Any) -> str:
+    changed = copy.deepcopy(payload)
+    target = changed
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return json.dumps(changed)
+
+
+@pytest.mark.parametrize("base", sorted(CORPUS["bases"]))
+def test_each_integer_bound_of_a_schema_is_the_decoders(base: str) -> None:
+    """From the schema alone: each integer at its minimum and maximum decodes, one beyond
+    either is refused ``out-of-range`` (nested heads, hits, awards and wagers included)."""
+    payload = CORPUS["bases"][base]
+    side = "table" if base in m.TABLE_TYPES else "link"
+    bounds = [b for b in _integer_bounds(schemas.schema(type_of(payload["type"])))
+              if payload.get(b[0][0], 0) is not None]  # fmt: skip
+    assert len(bounds) >= 2
+    for path, low, high in bounds:
+        assert verdict(side, _with(payload, path, low)) == "ok", path
+        assert verdict(side, _with(payload, path, high)) == "ok", path
+        assert verdict(side, _with(payload, path, low - 1)) == "out-of-range", path
+        assert verdict(side, _with(payload, path, high + 1)) == "out-of-range", path
+
+
+def type_of(kind: str) -> type[Any]:
+    return m.TABLE_TYPES.get(kind) or m.LINK_TYPES[kind]
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("status", "bogus"), ("code", "x" * 41), ("lseq", -1), ("reason", 7)],
+)
+def test_a_snapshot_whose_stored_result_is_no_valid_result_is_not_read(
+    tmp_path: Path, where: str, value: object
+) -> None:
+    """A stored result is read back through the same model as a decoded one."""
+    rig = Rig(tmp_path)
+    rig.play()
+    text = snapshot.dumps(rig.link._recorded, rig.link.book)
+    rig.close()
+    data = json.loads(text)
+    tracks = data["tables"]
+    stored = next(r for t in tracks.values() for _, _, r in t["results"])
+    stored[where] = value
+    with pytest.raises(snapshot.SnapshotError):
+        snapshot.from_dict(data)
