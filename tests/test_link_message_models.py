@@ -188,3 +188,14 @@ def test_a_snapshot_whose_stored_result_is_no_valid_result_is_not_read(
     stored[where] = value
     with pytest.raises(snapshot.SnapshotError):
         snapshot.from_dict(data)
+
+
+def test_docs_link_md_says_which_of_two_faults_decides_the_code() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "link.md").read_text()
+    said = " ".join(text.split())
+    assert 'a `claim` with `"seat": 13` and `"meter": 5` is `out-of-range`' in said
+    assert 'with `"seq": 0` and `"meter": 5`, `bad-field`' in said
+    claim = dict(CORPUS["bases"]["claim"])
+    assert verdict("table", json.dumps({**claim, "seat": 13, "meter": 5})) == "out-of-range"
+    assert verdict("table", json.dumps({**claim, "seq": 0, "meter": 5})) == "bad-field"
+    assert verdict("table", json.dumps({**claim, "seq": 0})) == "out-of-range"
