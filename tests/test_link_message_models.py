@@ -199,3 +199,15 @@ def test_docs_link_md_says_which_of_two_faults_decides_the_code() -> None:
     assert verdict("table", json.dumps({**claim, "seat": 13, "meter": 5})) == "out-of-range"
     assert verdict("table", json.dumps({**claim, "seq": 0, "meter": 5})) == "bad-field"
     assert verdict("table", json.dumps({**claim, "seq": 0})) == "out-of-range"
+
+
+def test_a_snapshot_whose_claim_has_no_award_state_is_not_read(tmp_path: Path) -> None:
+    """A claim's state becomes an award's: one the model refuses is refused on reading."""
+    rig = Rig(tmp_path)
+    rig.play()
+    data = json.loads(snapshot.dumps(rig.link._recorded, rig.link.book))
+    rig.close()
+    assert data["claims"]
+    data["claims"][0]["state"] = "lost"
+    with pytest.raises(snapshot.SnapshotError, match="state"):
+        snapshot.from_dict(data)

@@ -51,6 +51,7 @@ STATUSES: tuple[str, ...] = get_args(Status)
 AWARD_STATES: tuple[str, ...] = get_args(AwardState)
 
 
+# No key beyond the fields; a validation error's text never quotes the (outside) input.
 CONFIG = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
