@@ -234,3 +234,29 @@ def test_a_meter_answering_later_gives_the_local_book_s_figures_under_both_polic
         assert later_state.round == local_state.round == 4
         splits = {e.share_of for e in local_money if isinstance(e, AwardKeyed)}
         assert splits == ({1} if policy is Policy.SEQUENTIAL else {1, 2})
+
+
+def test_events_py_alone_names_every_engine_event_and_its_codec() -> None:
+    """No module adds event kinds or field codecs to another at import: ``events.py``
+    defines the deferred meter's events too (``meter_port`` re-exports them), so the
+    registry is whole whatever was imported first."""
+    from progressived.engine import events, meter_port
+    from progressived.engine.events import Posting
+    from progressived.engine.meter_port import ClaimRefused, MeterAward
+
+    assert not hasattr(events, "FIELD_CODECS")
+    assert {cls.__module__ for cls in events.EVENT_TYPES.values()} == {events.__name__}
+    assert meter_port.MeterRequested is events.EVENT_TYPES["meter_requested"]
+    assert ClaimRefused is events.EVENT_TYPES["claim_refused"]
+    award = MeterAward(
+        seat=2, hand="royal-flush", meter="main", units=10_000, meter_before=90_000,
+        postings=(Posting("meter:main", -10_000), Posting("award_pending:main", 10_000)),
+    )  # fmt: skip
+    for event in (
+        MeterRequested(at="t", round=3, request=PostAward(round=3, award=award, by="sup")),
+        MeterRequested(at="t", round=3, request=ReserveAwards(
+            round=3, claims=(Claim(2, "royal-flush", "main"),), first_order=0)),
+        ClaimRefused(at="t", round=3, seat=2, hand="royal-flush", meter="main",
+                     code="unknown-hand", reason="no such hand"),
+    ):  # fmt: skip
+        assert events.event_from_dict(events.event_to_dict(event)) == event

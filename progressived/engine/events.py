@@ -9,20 +9,13 @@ Field names are a contract with the ledger, the MQTT events and export formats.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """One leg of a double-entry posting: ``units`` added to ``account`` (may be negative)."""
-
-    account: str
-    units: int
-
-
-Postings = tuple[Posting, ...]
+from progressived.engine.meter_requests import MeterRequest, request_from_dict, request_to_dict
+from progressived.engine.postings import Posting as Posting  # noqa: PLC0414 (re-exported:
+from progressived.engine.postings import Postings as Postings  # noqa: PLC0414 its old home)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,6 +297,27 @@ class MeterTransferred(Event):
     approved_by: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeterRequested(Event):
+    """The round asked the meter book and is waiting for its answer (deferred adapters only;
+    :mod:`progressived.engine.meter_port`)."""
+
+    kind: ClassVar[str] = "meter_requested"
+    request: MeterRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimRefused(Event):
+    """A deferred meter refused a claim (``ReserveAwards``) or its confirmation
+    (``PostAward``): the request is answered, the claim leaves the round, nothing is paid."""
+
+    kind: ClassVar[str] = "claim_refused"
+    hand: str
+    meter: str
+    code: str
+    reason: str
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -329,13 +343,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TableOpened,
         MeterAdjusted,
         MeterTransferred,
+        MeterRequested,
+        ClaimRefused,
     )
 }
-
-
-# Fields whose values are not plain JSON, with their (to, from) functions: registered by
-# the modules that define them (meter_port: a ``meter_requested`` event's ``request``).
-FIELD_CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -347,8 +358,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             out["postings"] = [[p.account, p.units] for p in value]
         elif f.name == "settlement":
             out["settlement"] = [dataclasses.asdict(p) for p in value]
-        elif f.name in FIELD_CODECS:  # a deferred meter request (meter_requested)
-            out[f.name] = FIELD_CODECS[f.name][0](value)
+        elif f.name == "request":  # a deferred meter request (meter_requested)
+            out["request"] = request_to_dict(value)
         elif isinstance(value, tuple):
             out[f.name] = list(value)
         else:
@@ -368,8 +379,8 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
             value = tuple(Posting(str(a), int(u)) for a, u in value)
         elif f.name == "settlement":
             value = tuple(Payment(**p) for p in value)
-        elif f.name in FIELD_CODECS:
-            value = FIELD_CODECS[f.name][1](value)
+        elif f.name == "request":
+            value = request_from_dict(value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value

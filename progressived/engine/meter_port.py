@@ -24,9 +24,9 @@ answered and the claim leaves the round (see docs/link.md, "A refused claim").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from progressived.engine.events import EVENT_TYPES, FIELD_CODECS, Event
+from progressived.engine.events import ClaimRefused, Event, MeterRequested
 from progressived.engine.meter_requests import (
     Claim,
     Contribute,
@@ -36,8 +36,6 @@ from progressived.engine.meter_requests import (
     RefundContribution,
     ReserveAwards,
     VoidAward,
-    request_from_dict,
-    request_to_dict,
 )
 
 if TYPE_CHECKING:
@@ -59,28 +57,8 @@ __all__ = [
     "VoidAward",
 ]
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MeterRequested(Event):
-    """The round asked the meter book and is waiting for its answer (deferred adapters only)."""
-
-    kind: ClassVar[str] = "meter_requested"
-    request: MeterRequest
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimRefused(Event):
-    """A deferred meter refused a claim (``ReserveAwards``) or its confirmation
-    (``PostAward``): the request is answered, the claim leaves the round, nothing is paid."""
-
-    kind: ClassVar[str] = "claim_refused"
-    hand: str
-    meter: str
-    code: str
-    reason: str
-
-
-EVENT_TYPES.update({MeterRequested.kind: MeterRequested, ClaimRefused.kind: ClaimRefused})
-FIELD_CODECS["request"] = (request_to_dict, request_from_dict)
+# ``MeterRequested`` and ``ClaimRefused`` are events like any other: they are defined, and
+# known by kind, in progressived/engine/events.py; they are named here with the port.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,9 +1,10 @@
 """The meter requests: what the round asks of a meter book (data only).
 
-Apart from :mod:`progressived.engine.meter_port` (the port and its deferred-answer events)
-so that the round's state can hold the requests it awaits without the two modules
-importing each other. ``MeterAward`` lives here too: a reserved award is what a post or a
-void request names (the two-phase pattern's pending account).
+Apart from :mod:`progressived.engine.meter_port` (the port) so that the round's state can
+hold the requests it awaits, and the events (:mod:`progressived.engine.events`) can journal
+one (``meter_requested``), without importing each other. ``MeterAward`` lives here too: a
+reserved award is what a post or a void request names (the two-phase pattern's pending
+account).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from progressived.engine.events import Posting, Postings
+from progressived.engine.postings import Posting, Postings
 
 
 @dataclass(frozen=True, slots=True)

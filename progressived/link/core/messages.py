@@ -1,4 +1,4 @@
-"""The link message protocol: typed messages and their strict JSON form.
+"""The link message protocol: the messages, their topics and their strict JSON form.
 
 Tables speak to the link controller that owns a linked meter; the broker between them
 carries messages but is never trusted with money (it may lose, repeat, reorder them).
@@ -6,33 +6,71 @@ So every table message carries its table id, a gapless per-table sequence number
 the table's ledger records for it, and the table ledger's head (seq, hash) for the link to
 witness; every link message carries the link ledger's head for the table to witness.
 
-Decoding is strict: bytes are read by :mod:`progressived.core.wirejson` (bounded in size and
-depth, UTF-8, no duplicate keys, no NaN), then unknown or missing keys, wrong types (a bool
-is not an int) and values out of range are refused with a :class:`MessageError` naming the
-problem. Nothing here does I/O; docs/link.md is the contract.
+The messages are models (:mod:`progressived.link.core.models`, re-exported here): their
+fields' types are the protocol's rules, and the JSON Schemas are made from them too
+(:mod:`progressived.link.core.schemas`). Decoding is strict: bytes are read by
+:mod:`progressived.core.wirejson` (bounded in size and depth, UTF-8, no duplicate keys, no
+NaN), ``type`` picks the model, and the model refuses unknown or missing keys, wrong types
+(a bool is not an int) and values out of range. The first fault in the order a message is
+written -- an object's unknown keys before its fields, a list's length before its entries,
+a table message's ``seq`` of 0 after everything else -- is the :class:`MessageError`,
+with its code and a reason naming the field. Nothing here does I/O; docs/link.md is the
+contract.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass
 from json.encoder import encode_basestring_ascii as _q
-from typing import Any, ClassVar
+from typing import Any, TypeVar, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
 
 from progressived.core.wirejson import WireError, loads_object
+from progressived.link.core.models import (
+    AWARD_STATES,
+    HASH_PATTERN,
+    ID_PATTERN,
+    LINK_TYPES,
+    MAX_COUNT,
+    MAX_ITEMS,
+    MAX_REASON,
+    MAX_SEQ,
+    MAX_UNITS,
+    STATUSES,
+    TABLE_TYPES,
+    Award,
+    AwardUpdate,
+    Claim,
+    ClaimConfirm,
+    ClaimReject,
+    Contribution,
+    Head,
+    Heartbeat,
+    Hit,
+    LinkedMeter,
+    LinkMessage,
+    MeterWagers,
+    Result,
+    Reversal,
+    TableMessage,
+)
 
+__all__ = [
+    "AWARD_STATES", "HASH_PATTERN", "ID_PATTERN", "LINK_TYPES", "MAX_COUNT", "MAX_ITEMS",
+    "MAX_PAYLOAD", "MAX_REASON", "MAX_SEQ", "MAX_UNITS", "STATUSES", "TABLE_TYPES", "Award",
+    "AwardUpdate", "Claim", "ClaimConfirm", "ClaimReject", "Contribution", "Head", "Heartbeat",
+    "Hit", "LinkMessage", "LinkedMeter", "MessageError", "MeterWagers", "Result", "Reversal",
+    "TableMessage", "build", "decode_link", "decode_table", "encode", "from_table_topic",
+    "meter_topic", "table_of_topic", "to_dict", "to_table_topic",
+]  # fmt: skip
+
+M = TypeVar("M")
 MAX_PAYLOAD = 16 * 1024  # bytes; the largest valid message is far below this
-MAX_SEQ = 2**53 - 1  # JSON-safe integers only
-MAX_UNITS = 10**15  # one billion dollars in units: more is a bad payload, not a wager
-MAX_COUNT = 1000  # wagers of one table on one meter in one LOCK
-MAX_REASON = 500  # characters of a result's reason
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
-HASH_PATTERN = r"^[0-9a-f]{64}$"
 _ID = re.compile(ID_PATTERN)
-_HASH = re.compile(HASH_PATTERN)
-STATUSES = ("applied", "refused", "resend")
 
 
 class MessageError(ValueError):
@@ -42,174 +80,6 @@ class MessageError(ValueError):
         super().__init__(reason)
         self.code = code
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """A ledger's head: the last journal row's sequence number and its chain hash."""
-
-    seq: int
-    hash: str
-
-
-@dataclass(frozen=True, slots=True)
-class MeterWagers:
-    """Wagers locked on one linked meter: how many, and their total in units."""
-
-    meter: str
-    count: int
-    units: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TableMessage:
-    """Envelope of every table -> link message."""
-
-    type: ClassVar[str] = ""
-    table: str
-    seq: int
-    id: str
-    head: Head
-    at: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Contribution(TableMessage):
-    """One LOCK's wagers on the linked meters (one entry per meter, each meter once)."""
-
-    type: ClassVar[str] = "contribution"
-    round: int
-    wagers: tuple[MeterWagers, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claim(TableMessage):
-    """A meter hand keyed at the table: price it at its place in the link's log."""
-
-    type: ClassVar[str] = "claim"
-    claim: str
-    round: int
-    seat: int
-    hand: str
-    meter: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimConfirm(TableMessage):
-    """The supervisor confirmed the claim: the link posts it as paid."""
-
-    type: ClassVar[str] = "claim_confirm"
-    claim: str
-    by: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimReject(TableMessage):
-    """The supervisor rejected the claim: the link restores the meter."""
-
-    type: ClassVar[str] = "claim_reject"
-    claim: str
-    by: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reversal(TableMessage):
-    """The round of an earlier contribution was voided; ``of`` is that message's ``id``."""
-
-    type: ClassVar[str] = "reversal"
-    of: str
-    round: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Award:
-    """A claim's standing at the link: its units, place in the log, and split share."""
-
-    claim: str
-    meter: str
-    hand: str
-    units: int
-    order: int  # the link log position that priced it (orders claims across tables)
-    share_of: int  # claims sharing one award (split policy); 1 when alone
-    state: str  # pending | paid | rejected
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Result:
-    """The link's answer to one table message (stored; a repeat gets the same one)."""
-
-    type: ClassVar[str] = "result"
-    link: str
-    table: str
-    seq: int  # the table message answered
-    id: str
-    status: str  # applied | refused | resend
-    code: str  # "ok" or a refusal tag
-    reason: str
-    resend_from: int  # with status "resend": the next sequence the link expects; else 0
-    lseq: int  # link log position of the effect (0 when nothing was applied)
-    head: Head
-    awards: tuple[Award, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AwardUpdate:
-    """Unsolicited: a claim's award changed (a split group gained or lost a member)."""
-
-    type: ClassVar[str] = "award"
-    link: str
-    table: str
-    lseq: int
-    head: Head
-    award: Award
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Heartbeat:
-    """The link is alive; ``expect`` is the next sequence it wants from this table."""
-
-    type: ClassVar[str] = "heartbeat"
-    link: str
-    table: str
-    expect: int
-    lseq: int
-    head: Head
-    at: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hit:
-    """The last hit on a linked meter, for the common sign (asset id, seat, hand, amount)."""
-
-    table: str
-    seat: int
-    hand: str
-    units: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LinkedMeter:
-    """The linked meter as every sign shows it (retained; only the link publishes it)."""
-
-    type: ClassVar[str] = "meter"
-    link: str
-    meter: str
-    units: int
-    epoch: int  # rises at every claim and restore; a sign never shows an older (epoch, lseq)
-    lseq: int
-    head: Head
-    hit: Hit | None = None
-
-
-TABLE_TYPES: dict[str, type[TableMessage]] = {
-    cls.type: cls for cls in (Contribution, Claim, ClaimConfirm, ClaimReject, Reversal)
-}
-LinkMessage = Result | AwardUpdate | Heartbeat | LinkedMeter
-LINK_TYPES: dict[str, type[Any]] = {
-    cls.type: cls for cls in (Result, AwardUpdate, Heartbeat, LinkedMeter)
-}
-_NESTED: dict[str, type[Any]] = {"head": Head, "hit": Hit, "award": Award}
-_LISTS: dict[str, type[Any]] = {"wagers": MeterWagers, "awards": Award}
 
 
 # -- topics -------------------------------------------------------------------------------
@@ -297,7 +167,6 @@ def _result_bytes(r: Result) -> bytes:
         f'"table":{_q(r.table)},"type":"result"}}'
     ).encode()
 
-
 # The wire decoder's codes as this protocol has always named them (docs/link.md, "Refusal
 # codes"): a payload that is not a JSON object is ``bad-json``, whatever the reason.
 _WIRE_CODES = {"too-large": "too-large", "too-deep": "too-deep"}
@@ -314,67 +183,118 @@ def decode_table(payload: bytes | str) -> TableMessage:
     """A table -> link message, or :class:`MessageError` saying exactly what is wrong."""
     message = _build(_parse(payload), TABLE_TYPES)
     assert isinstance(message, TableMessage)
-    if message.seq < 1:
-        raise MessageError("out-of-range", f"{message.type}.seq: sequences start at 1")
     return message
 
 
 def decode_link(payload: bytes | str) -> LinkMessage:
     """A link -> table message (results, award updates, heartbeats, the linked meter)."""
     message = _build(_parse(payload), LINK_TYPES)
-    assert isinstance(message, (Result, AwardUpdate, Heartbeat, LinkedMeter))
+    assert isinstance(message, Result | AwardUpdate | Heartbeat | LinkedMeter)
     return message
+
+
+_VALIDATORS: dict[type, TypeAdapter[Any]] = {
+    cls: TypeAdapter(cls) for cls in (*TABLE_TYPES.values(), *LINK_TYPES.values())
+}
+Fault = Mapping[str, Any]  # one of pydantic's errors: type, loc, msg, input, ctx
+_RANGE = frozenset({"greater_than_equal", "less_than_equal"})  # an integer's bounds
+_UNKNOWN = "unexpected_keyword_argument"  # a key that is no field (extra="forbid")
 
 
 def _build(data: dict[str, Any], types: Mapping[str, type[Any]]) -> object:
     kind = data.pop("type", None)
     if not isinstance(kind, str) or kind not in types:
         raise MessageError("bad-type", f"unknown message type {_brief(kind)}")
-    return _object(types[kind], data, kind)
+    return build(types[kind], data)
 
 
-def _object(cls: type[Any], data: object, where: str) -> object:
-    if not isinstance(data, dict):
-        raise MessageError("bad-field", f"{where}: expected an object")
+def build(cls: type[M], data: Mapping[str, Any]) -> M:
+    """``data`` (a JSON object, its ``type`` taken out) as a message of ``cls``, validated
+    as a payload is, or :class:`MessageError` (a stored message read back, too)."""
+    try:
+        message: M = _VALIDATORS[cls].validate_python(data)
+    except ValidationError as exc:
+        faults = exc.errors(include_url=False)
+    else:
+        return message
+    first = min(faults, key=lambda fault: _place(cls, fault))
+    ranged = first["type"] in _RANGE
+    raise MessageError("out-of-range" if ranged else "bad-field", _reason(cls, first, faults))
+
+
+def _place(cls: type[Any], fault: Fault) -> tuple[int, ...]:
+    """Where a fault sits in the order a message is read: each step of its location as the
+    field's position in its model (a key that is no field: -1, before them all) or as the
+    list index. A table message's ``seq`` of 0 comes after everything (the protocol always
+    read the envelope's range first and whether a sequence starts at 1 last)."""
+    loc = fault["loc"]
+    if loc == ("seq",) and fault["type"] == "greater_than_equal" and fault["input"] == 0:
+        return (len(_names(cls)),)
+    place: list[int] = []
+    model: type[Any] | None = cls
+    for step in loc:
+        if isinstance(step, int):
+            place.append(step)
+            continue
+        names = _names(model) if model is not None else ()
+        if model is None or step not in names:
+            place.append(-1)
+            break
+        place.append(names.index(step))
+        model = _part(model, step)
+    return tuple(place)
+
+
+_PARTS: dict[tuple[type, str], type | None] = {}
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
     names = _NAMES.get(cls)
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(cls))
-    if not data.keys() <= set(names):
-        unknown = sorted(set(data) - set(names))
-        raise MessageError("bad-field", f"{where}: unknown key(s) {', '.join(unknown)}")
-    values: dict[str, object] = {}
-    for name in names:
-        path = f"{where}.{name}"
-        if name not in data:
-            if name in ("hit", "awards"):
-                continue  # optional, with defaults
-            raise MessageError("bad-field", f"{path}: missing")
-        values[name] = _field(name, data[name], path)
-    return cls(**values)
+    return names
 
 
-def _field(name: str, value: object, path: str) -> object:
-    if name in _NESTED:
-        if name == "hit" and value is None:
-            return None
-        return _object(_NESTED[name], value, path)
-    if name in _LISTS:
-        if not isinstance(value, list) or len(value) > 64:
-            raise MessageError("bad-field", f"{path}: expected a list of at most 64")
-        return tuple(_object(_LISTS[name], v, f"{path}[{i}]") for i, v in enumerate(value))
-    check = _CHECKS.get(name, _identifier)
-    check(value, path)
-    return value
+def _part(cls: type[Any], name: str) -> type | None:
+    """The model a field holds (alone, in a list or optional), or ``None`` for a value."""
+    if (cls, name) not in _PARTS:
+        pending: list[Any] = [get_type_hints(cls)[name]]
+        found = None
+        while pending and found is None:
+            kind = pending.pop()
+            found = kind if isinstance(kind, type) and is_dataclass(kind) else None
+            pending.extend(getattr(kind, "__args__", ()))
+        _PARTS[(cls, name)] = found
+    return _PARTS[(cls, name)]
 
 
-def _integer(low: int, high: int) -> Callable[[object, str], None]:
-    def check(value: object, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise MessageError("bad-field", f"{path}: expected an integer, got {_brief(value)}")
-        if not low <= value <= high:
-            raise MessageError("out-of-range", f"{path}: {value} is not in {low}..{high}")
+def _reason(cls: type[Any], first: Fault, faults: Sequence[Fault]) -> str:
+    """The refusal's reason: the field's path and what is wrong with it, in a few words
+    (keys and values from outside are cut to 40 characters)."""
+    loc = first["loc"]
+    where = getattr(cls, "type", "") or cls.__name__
+    where += "".join(f"[{s}]" if isinstance(s, int) else f".{_cut(s)}" for s in loc[:-1])
+    name = loc[-1] if loc else ""
+    path = where + (f"[{name}]" if isinstance(name, int) else f".{_cut(name)}")
+    match first["type"]:
+        case "unexpected_keyword_argument":
+            here = [f for f in faults if f["type"] == _UNKNOWN and f["loc"][:-1] == loc[:-1]]
+            unknown = sorted(str(f["loc"][-1]) for f in here)
+            return f"{where}: unknown key(s) {', '.join(_cut(k) for k in unknown[:5])}"
+        case "missing":
+            return f"{path}: missing"
+        case "int_type":
+            return f"{path}: expected an integer, got {_brief(first['input'])}"
+        case "greater_than_equal":
+            return f"{path}: {first['input']} is below {first.get('ctx', {}).get('ge')}"
+        case "less_than_equal":
+            return f"{path}: {first['input']} is above {first.get('ctx', {}).get('le')}"
+    return f"{path}: {first['msg'][:200]}"
 
-    return check
+
+def _cut(name: str | int) -> str:
+    text = str(name)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _brief(value: object) -> str:
@@ -382,50 +302,3 @@ def _brief(value: object) -> str:
     MAX_REASON, and the value came from outside)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _identifier(value: object, path: str) -> None:
-    if not isinstance(value, str) or not _ID.fullmatch(value):
-        raise MessageError("bad-field", f"{path}: expected an id matching {ID_PATTERN}")
-
-
-def _text(limit: int) -> Callable[[object, str], None]:
-    def check(value: object, path: str) -> None:
-        if not isinstance(value, str) or len(value) > limit:
-            raise MessageError("bad-field", f"{path}: expected a string of at most {limit}")
-
-    return check
-
-
-def _hash(value: object, path: str) -> None:
-    if not isinstance(value, str) or not _HASH.fullmatch(value):
-        raise MessageError("bad-field", f"{path}: expected 64 lowercase hex digits")
-
-
-def _one_of(*allowed: str) -> Callable[[object, str], None]:
-    def check(value: object, path: str) -> None:
-        if value not in allowed:
-            raise MessageError("bad-field", f"{path}: expected one of {', '.join(allowed)}")
-
-    return check
-
-
-_CHECKS: dict[str, Callable[[object, str], None]] = {
-    "seq": _integer(0, MAX_SEQ),
-    "lseq": _integer(0, MAX_SEQ),
-    "resend_from": _integer(0, MAX_SEQ),
-    "expect": _integer(1, MAX_SEQ),
-    "order": _integer(0, MAX_SEQ),
-    "epoch": _integer(0, MAX_SEQ),
-    "round": _integer(0, MAX_SEQ),
-    "seat": _integer(1, 12),
-    "count": _integer(1, MAX_COUNT),
-    "units": _integer(0, MAX_UNITS),
-    "share_of": _integer(1, 64),
-    "hash": _hash,
-    "at": _text(40),
-    "reason": _text(MAX_REASON),
-    "code": _text(40),
-    "status": _one_of(*STATUSES),
-    "state": _one_of("pending", "paid", "rejected"),
-}

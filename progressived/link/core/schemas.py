@@ -1,4 +1,10 @@
-"""JSON Schemas (draft 2020-12) of every link message, built from the message classes.
+"""JSON Schemas (draft 2020-12) of every link message, made from the message models.
+
+The models (:mod:`progressived.link.core.models`) are the one source: pydantic writes each
+model's schema, and this module only restates it in the plain form docs/link.md prints (every
+part inline instead of ``$ref``, no titles, descriptions or defaults, ``null`` or an object
+as ``oneOf``, the message's ``type`` as a ``const`` first). A keyword it does not know stops
+it, so no rule of a model can be left out of its schema unnoticed.
 
 docs/link.md prints them (``python -m progressived.link.core.schemas`` writes them as JSON);
 tests check that the strict decoder and these schemas accept and refuse the same payloads.
@@ -7,74 +13,58 @@ tests check that the strict decoder and these schemas accept and refuse the same
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, fields
 from typing import Any
 
-from progressived.link.core import messages as m
+from pydantic import TypeAdapter
 
-_INT = {"type": "integer"}
+from progressived.link.core import models as m
 
-
-def _range(low: int, high: int) -> dict[str, Any]:
-    return {**_INT, "minimum": low, "maximum": high}
-
-
-_ID = {"type": "string", "pattern": m.ID_PATTERN}
-FIELDS: dict[str, dict[str, Any]] = {
-    "seq": _range(0, m.MAX_SEQ),
-    "lseq": _range(0, m.MAX_SEQ),
-    "resend_from": _range(0, m.MAX_SEQ),
-    "expect": _range(1, m.MAX_SEQ),
-    "order": _range(0, m.MAX_SEQ),
-    "epoch": _range(0, m.MAX_SEQ),
-    "round": _range(0, m.MAX_SEQ),
-    "seat": _range(1, 12),
-    "count": _range(1, m.MAX_COUNT),
-    "units": _range(0, m.MAX_UNITS),
-    "share_of": _range(1, 64),
-    "hash": {"type": "string", "pattern": m.HASH_PATTERN},
-    "at": {"type": "string", "maxLength": 40},
-    "reason": {"type": "string", "maxLength": 500},
-    "code": {"type": "string", "maxLength": 40},
-    "status": {"enum": list(m.STATUSES)},
-    "state": {"enum": ["pending", "paid", "rejected"]},
-}
-
-
-def _object(cls: type[Any], kind: str | None) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    if kind is not None:
-        props["type"] = {"const": kind}
-        required.append("type")
-    for f in fields(cls):
-        if f.name == "head":
-            props[f.name] = _object(m.Head, None)
-        elif f.name == "award":
-            props[f.name] = _object(m.Award, None)
-        elif f.name == "hit":
-            props[f.name] = {"oneOf": [{"type": "null"}, _object(m.Hit, None)]}
-        elif f.name in ("wagers", "awards"):
-            item = m.MeterWagers if f.name == "wagers" else m.Award
-            props[f.name] = {"type": "array", "maxItems": 64, "items": _object(item, None)}
-        else:
-            props[f.name] = FIELDS.get(f.name, _ID)
-        if f.default is MISSING and f.default_factory is MISSING:
-            required.append(f.name)
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": required,
-        "properties": props,
-    }
+# The keywords a schema keeps, in the order docs/link.md prints them; and those it drops
+# (words for people and the default, which a validator never reads).
+_KEPT = (
+    "type", "const", "enum", "oneOf", "additionalProperties", "required", "properties",
+    "minimum", "maximum", "pattern", "maxLength", "maxItems", "items",
+)  # fmt: skip
+_DROPPED = frozenset({"title", "description", "default"})
 
 
 def schema(cls: type[Any]) -> dict[str, Any]:
-    """The JSON Schema of one message class (table sequences start at 1)."""
-    out = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": cls.type}
-    out.update(_object(cls, cls.type))
-    if issubclass(cls, m.TableMessage):
-        out["properties"]["seq"] = _range(1, m.MAX_SEQ)
+    """The JSON Schema of one message class."""
+    written = TypeAdapter(cls).json_schema()
+    body = _plain(written, written.get("$defs", {}))
+    required = body.pop("required")
+    properties = body.pop("properties")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": cls.type,
+        **body,
+        "required": ["type", *required],
+        "properties": {"type": {"const": cls.type}, **properties},
+    }
+
+
+def _plain(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its references inlined, only the kept keywords, in their order."""
+    if "$ref" in node:
+        return _plain(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:  # an optional part: null or the part
+        choices = [_plain(choice, defs) for choice in node["anyOf"]]
+        return {"oneOf": sorted(choices, key=lambda choice: choice != {"type": "null"})}
+    unknown = set(node) - set(_KEPT) - _DROPPED - {"$defs"}
+    if unknown:
+        raise ValueError(f"a schema keyword docs/link.md does not print: {sorted(unknown)}")
+    out: dict[str, Any] = {}
+    for key in _KEPT:
+        if key not in node:
+            continue
+        value = node[key]
+        if key == "properties":
+            value = {name: _plain(part, defs) for name, part in value.items()}
+        elif key == "items":
+            value = _plain(value, defs)
+        out[key] = value
+    if "enum" in out:
+        out.pop("type", None)  # the values say it
     return out
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from progressived.engine.events import Posting
-from progressived.link.core.messages import Award, Head, Hit, Result, encode
+from progressived.link.core.messages import AWARD_STATES, Head, Hit, Result, build, encode
+from progressived.link.core.models import AwardState
 from progressived.link.core.state import (
     BookState,
     ClaimKey,
@@ -175,32 +176,17 @@ def parse(text: str) -> dict[str, Any]:
 
 
 def _result(data: Mapping[str, Any]) -> Result:
+    """A stored result, validated as the message it is (a fault is a ``MessageError``, a
+    ``ValueError``: :func:`from_dict` reports it as a snapshot that cannot be read)."""
     if data.get("type") != "result":
         raise SnapshotError(f"a stored result of type {data.get('type')!r}")
-    return Result(
-        link=_str(data["link"]),
-        table=_str(data["table"]),
-        seq=_int(data["seq"]),
-        id=_str(data["id"]),
-        status=_str(data["status"]),
-        code=_str(data["code"]),
-        reason=_str(data["reason"]),
-        resend_from=_int(data["resend_from"]),
-        lseq=_int(data["lseq"]),
-        head=Head(_int(data["head"]["seq"]), _str(data["head"]["hash"])),
-        awards=tuple(
-            Award(
-                claim=_str(a["claim"]),
-                meter=_str(a["meter"]),
-                hand=_str(a["hand"]),
-                units=_int(a["units"]),
-                order=_int(a["order"]),
-                share_of=_int(a["share_of"]),
-                state=_str(a["state"]),
-            )
-            for a in data["awards"]
-        ),
-    )
+    return build(Result, {k: v for k, v in data.items() if k != "type"})
+
+
+def _award_state(value: object) -> AwardState:
+    if value not in AWARD_STATES:
+        raise SnapshotError(f"a claim's state {value!r}")
+    return cast(AwardState, value)
 
 
 def _track(data: Mapping[str, Any]) -> TableTrack:
@@ -228,7 +214,7 @@ def _claim(c: Mapping[str, Any]) -> tuple[ClaimKey, ClaimState]:
         group=_int(c["group"]),
         units=_int(c["units"]),
         order=_int(c["order"]),
-        state=_str(c["state"]),
+        state=_award_state(c["state"]),
     )
     return (claim.table, claim.claim), claim
 

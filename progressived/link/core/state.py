@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from progressived.engine.events import Posting
 from progressived.link.core.messages import Award, AwardUpdate, Head, Hit, Result
+from progressived.link.core.models import AwardState
 
 Postings = tuple[Posting, ...]
 ClaimKey = tuple[str, str]  # (table, claim id)
@@ -48,7 +49,7 @@ class ClaimState:
     group: int
     units: int
     order: int
-    state: str  # pending | paid | rejected
+    state: AwardState  # pending | paid | rejected
 
     def award(self, share_of: int) -> Award:
         return Award(
