@@ -25,7 +25,7 @@ from psycopg import sql
 
 from progressived.testing.ha.etcd import EtcdCluster
 from progressived.testing.ha.patroni import PatroniNode, Secrets
-from progressived.testing.ha.process import stop_all
+from progressived.testing.ha.process import signal_all, stop_all, tree
 from progressived.testing.postgres import ROLE, PostgresUnavailable, _os_user, available
 
 START_TIMEOUT_S = 120.0  # bootstrap and base backups on a loaded 2-core machine
@@ -196,6 +196,13 @@ class DatabaseCluster:
         """SIGCONT a paused node (it wakes up believing what it believed before)."""
         node.signal(signal.SIGCONT)
         self.paused.discard(node.name)
+
+    def wake_postgres(self, node: PatroniNode) -> None:
+        """SIGCONT only a paused node's PostgreSQL: its Patroni stays frozen, so nothing
+        demotes it -- what a client of that server sees then is up to PostgreSQL alone."""
+        postmaster = node.postmaster_pid()
+        if postmaster is not None:
+            signal_all(list(reversed(tree(postmaster))), signal.SIGCONT)
 
     def restart(self, node: PatroniNode) -> None:
         """Start a killed node's Patroni again: it rejoins as a replica (pg_rewind)."""
