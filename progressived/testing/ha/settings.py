@@ -61,6 +61,9 @@ PARAMETERS: Final[dict[str, object]] = {
     "fsync": "on",
     "full_page_writes": "on",
     "max_connections": 100,
+    # A standby whose primary is gone retries (the new one, once Patroni names it) after
+    # this, not PostgreSQL's default 5 s: strict mode commits nothing until it streams.
+    "wal_retrieve_retry_interval": "500ms",
 }
 
 # Roles Patroni uses (their passwords are each site's own; the rig makes random ones).
