@@ -32,8 +32,6 @@ REST_BODY_LIMIT = 1 << 20
 RIG_PARAMETERS: dict[str, object] = {
     "shared_buffers": "32MB",
     "max_connections": 50,
-    "wal_sender_timeout": "5s",  # a stopped standby is noticed in seconds, not a minute
-    "wal_receiver_timeout": "5s",
 }
 
 

@@ -64,6 +64,10 @@ PARAMETERS: Final[dict[str, object]] = {
     # A standby whose primary is gone retries (the new one, once Patroni names it) after
     # this, not PostgreSQL's default 5 s: strict mode commits nothing until it streams.
     "wal_retrieve_retry_interval": "500ms",
+    # A standby lost without closing its connection (power, network) is dropped after this,
+    # not PostgreSQL's default 60 s: until then the primary's commits wait for it.
+    "wal_sender_timeout": "10s",
+    "wal_receiver_timeout": "10s",
 }
 
 # Roles Patroni uses (their passwords are each site's own; the rig makes random ones).
