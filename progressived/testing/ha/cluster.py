@@ -89,6 +89,12 @@ class DatabaseCluster:
         nodes' log tails) after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while (found := check()) is None or found is False:
+            for node in self.nodes:
+                if node.child.popen is not None and node.child.popen.poll() is not None:
+                    raise RuntimeError(
+                        f"{node.child.name} exited ({node.child.popen.returncode}) while "
+                        f"waiting for {what}:\n{node.child.tail()}"
+                    )
             if time.monotonic() > deadline:
                 tails = "\n".join(f"--- {n.name}\n{n.child.tail(1500)}" for n in self.nodes)
                 raise ClusterTimeout(f"timed out ({timeout_s:.0f} s) waiting for {what}\n{tails}")
@@ -246,18 +252,18 @@ def database_cluster(size: int = 3) -> Iterator[DatabaseCluster]:
     etcd = EtcdCluster(root / "etcd")
     etcd.root.mkdir()
     keys = _secrets()
-    nodes = []
-    for i in range(size):
-        node_root = root / f"db{i + 1}"
-        node_root.mkdir()
-        nodes.append(PatroniNode(f"db{i + 1}", node_root, etcd.hosts, keys, user))
+    nodes: list[PatroniNode] = []
     password = secrets.token_urlsafe(18)
     passfile = root / "pgpass"
     passfile.write_text(f"127.0.0.1:*:*:{ROLE}:{password}\n")
     passfile.chmod(0o600)
     cluster = DatabaseCluster(root, etcd, nodes, password, passfile)
     try:
-        etcd.start()
+        etcd.start()  # first: its ports are final once it runs
+        for i in range(size):
+            node_root = root / f"db{i + 1}"
+            node_root.mkdir()
+            nodes.append(PatroniNode(f"db{i + 1}", node_root, etcd.hosts, keys, user))
         for node in nodes:
             node.start()
         primary = cluster.wait_for_primary(START_TIMEOUT_S)

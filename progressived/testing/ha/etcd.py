@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from progressived.testing.ha.process import Child
-from progressived.testing.postgres import free_port
+from progressived.testing.ha.process import Child, distinct_port, stop_all
 
 ETCD = "etcd"  # Debian's etcd-server
 START_TIMEOUT_S = 30.0
+START_TRIES = 3
+
+
+class EtcdExited(RuntimeError):
+    """A member exited while starting (a port taken, a bad flag): the message has its log."""
 
 
 @dataclass
 class EtcdMember:
     name: str
     root: Path
-    client_port: int = field(default_factory=free_port)
-    peer_port: int = field(default_factory=free_port)
+    client_port: int = field(default_factory=distinct_port)
+    peer_port: int = field(default_factory=distinct_port)
     child: Child = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,13 +96,28 @@ class EtcdCluster:
         return ",".join(f"{m.name}={m.peer_url}" for m in self.members)
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Start the members; a member that exits at once (its port taken meanwhile by
+        another program) makes all start again on new ports, up to :data:`START_TRIES`."""
+        for attempt in range(START_TRIES):
+            try:
+                self._start(timeout_s)
+                return
+            except EtcdExited:
+                stop_all([m.child for m in self.members])
+                if attempt == START_TRIES - 1:
+                    raise
+                for member in self.members:
+                    shutil.rmtree(self.root / f"{member.name}.etcd", ignore_errors=True)
+                    member.client_port, member.peer_port = distinct_port(), distinct_port()
+
+    def _start(self, timeout_s: float) -> None:
         for member in self.members:
             member.child.start(member.argv(self.initial_cluster(), self.token, "new"))
         deadline = time.monotonic() + timeout_s
         for member in self.members:
             while not member.healthy():
                 if not member.child.running():
-                    raise RuntimeError(f"{member.child.name} exited:\n{member.child.tail()}")
+                    raise EtcdExited(f"{member.child.name} exited:\n{member.child.tail()}")
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"{member.child.name} not healthy in {timeout_s:.0f} s:\n"

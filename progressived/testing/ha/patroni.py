@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from progressived.testing.ha import settings
-from progressived.testing.ha.process import Child, signal_all, tree
-from progressived.testing.postgres import BIN, free_port
+from progressived.testing.ha.process import Child, distinct_port, signal_all, tree
+from progressived.testing.postgres import BIN
 
 PATRONI = "patroni"  # Debian's patroni (it runs on the system's python3 and its psycopg2)
 REST_TIMEOUT_S = 1.0  # a stopped node does not answer: its REST call gives up after this
@@ -51,8 +51,8 @@ class PatroniNode:
     etcd_hosts: list[str]
     secrets: Secrets
     user: str | None  # the OS user Patroni runs as (``postgres`` under root)
-    pg_port: int = field(default_factory=free_port)
-    rest_port: int = field(default_factory=free_port)
+    pg_port: int = field(default_factory=distinct_port)
+    rest_port: int = field(default_factory=distinct_port)
     child: Child = field(init=False)
 
     def __post_init__(self) -> None:

@@ -18,7 +18,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from progressived.testing.postgres import free_port
+
 STOP_GRACE_S = 10.0  # SIGTERM, then SIGKILL after this long
+
+
+_HANDED_OUT: set[int] = set()
+
+
+def distinct_port() -> int:
+    """A free loopback port not handed out before in this process (the rig takes a dozen at
+    once: two of them must never be the same)."""
+    while (port := free_port()) in _HANDED_OUT:
+        pass
+    _HANDED_OUT.add(port)
+    return port
 
 
 def _parents() -> dict[int, int]:
