@@ -7,11 +7,11 @@ Patroni/PostgreSQL nodes, synchronous and strict).
 Each run: the rig healthy, a PostgresStore (the link's multi-host URL, a lease) commits,
 the primary (Patroni, its PostgreSQL, every backend) is SIGKILLed, and the store tries to
 commit every 20 ms until one is acknowledged. A watcher notes when the DCS lost the leader
-key, when the synchronous standby answered ``/primary`` and when it had a synchronous
-standby of its own; the killed node is restarted (it rejoins with pg_rewind) before the
-next run. The floor is Patroni's ``ttl``: without a clean shutdown nobody may take over
-before the lost leader's key expires, so failover / ttl is the rest's cost
-(docs/ha.md, "Measured failover").
+key, when the synchronous standby was primary (Patroni's ``/primary`` and out of recovery)
+and when it had a synchronous standby of its own; the killed node is restarted (it rejoins
+with pg_rewind) before the next run. The floor is Patroni's ``ttl``: without a clean
+shutdown nobody may take over before the lost leader's key expires, so failover / ttl is
+the rest's cost (docs/ha.md, "Measured failover").
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from progressived.testing.ha import settings
 from progressived.testing.ha.process import Child, distinct_port, signal_all, tree
 from progressived.testing.postgres import BIN
@@ -191,9 +193,23 @@ class PatroniNode:
             return 0, None
 
     def is_primary(self) -> bool:
-        """Patroni says this node holds the leader key and its PostgreSQL runs read-write."""
+        """Patroni says this node holds the leader key (``/primary``) **and** its
+        PostgreSQL has left recovery: Patroni answers 200 as soon as it asked for the
+        promotion, a moment before the server accepts a write."""
         status, _ = self.rest("/primary")
-        return status == 200
+        return status == 200 and self.writable()
+
+    def writable(self) -> bool:
+        """The server answers and is not in recovery (asked over its Unix socket)."""
+        try:
+            with psycopg.connect(
+                host=str(self.sockets), port=self.pg_port, user="postgres",
+                dbname="postgres", connect_timeout=2, autocommit=True,
+            ) as conn:  # fmt: skip
+                row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+        except psycopg.Error:
+            return False
+        return row is not None and row[0] is False
 
     def state(self) -> dict[str, Any] | None:
         status, body = self.rest("/patroni")
