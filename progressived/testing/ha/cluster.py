@@ -214,9 +214,7 @@ class DatabaseCluster:
         """Start a killed node's Patroni again: it rejoins as a replica (pg_rewind)."""
         if node.child.running():
             return
-        pid = node.data / "postmaster.pid"
-        pid.unlink(missing_ok=True)  # its postmaster died with the group
-        node.start()
+        node.start()  # Patroni tells a stale postmaster.pid from a live server itself
 
     def close(self) -> None:
         """Every node stopped (SIGTERM, SIGKILL after a grace), then etcd; bounded."""
