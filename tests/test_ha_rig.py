@@ -8,6 +8,8 @@ ports, synchronous_mode and synchronous_mode_strict, synchronous_commit = on).
   reaches and writes to; the killed node rejoins (pg_rewind) holding the rows;
 * with the synchronous standby frozen, the loss of the primary promotes nobody (the other
   replica is not a candidate), until the synchronous standby wakes;
+* with both standbys lost, a commit waits and is not acknowledged (strict mode), and is
+  once a standby is back;
 * a frozen old primary woken after the failover acknowledges nothing (its PostgreSQL alone
   waits for a synchronous standby that is gone; its Patroni demotes it), and the old lease
   holder is fenced at the new primary.
@@ -152,6 +154,42 @@ def test_only_the_synchronous_standby_is_promoted(healthy: DatabaseCluster) -> N
     assert db.primary() is None
     db.resume(standby)
     assert db.wait_for_new_primary(old) is standby
+
+
+def test_with_no_standby_left_a_commit_waits_and_is_not_acknowledged(
+    healthy: DatabaseCluster,
+) -> None:
+    """Strict mode: the primary alone never acknowledges (it does not fall back to
+    asynchronous); the commit completes once a standby streams again."""
+    db = healthy
+    store, url = new_store(db)
+    try:
+        lease = store.acquire("link-1", 120.0)
+        store.write(planned(store, money(1, 3)), fence=lease)
+        primary = db.primary()
+        assert primary is not None
+        standbys = [n for n in db.nodes if n is not primary]
+        for node in standbys:
+            db.kill(node)
+        outcome: list[BaseException | None] = []
+
+        def commit() -> None:
+            try:
+                store.write(planned(store, money(4, 3)), fence=lease)
+                outcome.append(None)
+            except Exception as exc:  # reported by the assertion below
+                outcome.append(exc)
+
+        waiter = threading.Thread(target=commit, daemon=True)
+        waiter.start()
+        waiter.join(settings.TTL_S)  # Patroni had loops enough to go asynchronous: it did not
+        assert outcome == [], "a commit was acknowledged with no standby left"
+        db.restart(standbys[0])
+        waiter.join(90)
+        assert outcome == [None]  # the standby back: the commit acknowledged
+        assert store.last()[0] == 6
+    finally:
+        store.close()
 
 
 def test_a_woken_old_primary_acknowledges_nothing(healthy: DatabaseCluster) -> None:
