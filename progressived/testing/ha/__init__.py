@@ -3,6 +3,7 @@
 (docs/ha.md). ``with database_cluster() as db:`` gives :class:`DatabaseCluster`.
 """
 
+from progressived.testing.ha import settings
 from progressived.testing.ha.cluster import (
     ClusterTimeout,
     DatabaseCluster,
@@ -11,4 +12,11 @@ from progressived.testing.ha.cluster import (
 )
 from progressived.testing.ha.patroni import PatroniNode
 
-__all__ = ["ClusterTimeout", "DatabaseCluster", "PatroniNode", "database_cluster", "rig_available"]
+__all__ = [
+    "ClusterTimeout",
+    "DatabaseCluster",
+    "PatroniNode",
+    "database_cluster",
+    "rig_available",
+    "settings",
+]

@@ -47,6 +47,10 @@ def rig_available() -> bool:
 
 @dataclass
 class DatabaseCluster:
+    """A running cluster (made by :func:`database_cluster`): its nodes, the faults, the
+    questions and the URL. ``paused`` names the nodes frozen by :meth:`pause` (they hold
+    their sockets open and answer nothing, so no question is put to them)."""
+
     root: Path
     etcd: EtcdCluster
     nodes: list[PatroniNode]
