@@ -22,17 +22,17 @@ from progressived.testing.postgres import free_port
 
 STOP_GRACE_S = 10.0  # SIGTERM, then SIGKILL after this long
 
-
 _HANDED_OUT: set[int] = set()
 
 
 def distinct_port() -> int:
     """A free loopback port not handed out before in this process (the rig takes a dozen at
     once: two of them must never be the same)."""
-    while (port := free_port()) in _HANDED_OUT:
-        pass
-    _HANDED_OUT.add(port)
-    return port
+    for _ in range(1000):
+        if (port := free_port()) not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no free loopback port left that the rig has not used already")
 
 
 def _parents() -> dict[int, int]:
