@@ -69,6 +69,14 @@ class BrokerOptions:
     reconnect_max_s: float = 30.0
     max_inflight: int | None = None  # QoS 1 publishes awaiting PUBACK at once (paho: 20)
     max_queued_incoming: int | None = None  # received messages waiting to be read
+    # Brokers to move to, in turn, when this one fails (docs/mqtt.md, "Two brokers"):
+    # (host, port) pairs after ``host``/``port``, which come first.
+    fallbacks: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        """Every broker of this client, in the order tried: ``host:port`` first."""
+        return ((self.host, self.port), *self.fallbacks)
 
     @property
     def url(self) -> str:
