@@ -32,6 +32,7 @@ from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import contribution
 
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
+PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
 LEASE_S = 2.0
 
 WRITTEN_BY = """
@@ -141,10 +142,13 @@ class Outbox:
         self._task: asyncio.Task[None] | None = None
 
     def answered(self) -> dict[int, list[Result]]:
+        """The results by sequence; a ``resend`` (the link wants an earlier sequence first)
+        answers nothing: the message stays in the outbox, sent again with the earlier ones."""
         found: dict[int, list[Result]] = {}
         for r in self.table.of_type("result"):
             assert isinstance(r, Result)
-            found.setdefault(r.seq, []).append(r)
+            if r.status != "resend":
+                found.setdefault(r.seq, []).append(r)
         return found
 
     async def send(self, seq: int) -> None:

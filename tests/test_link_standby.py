@@ -25,7 +25,7 @@ import pytest
 
 from progressived.testing.postgres import Server
 from tests.link_harness import TableClient, until
-from tests.link_standby_rig import LEASE_S, PROGRESSIVED, Outbox, Pair
+from tests.link_standby_rig import LEASE_S, PROGRESSIVECTL, PROGRESSIVED, Outbox, Pair
 from tests.test_link_acl import PASSWORDS, LinkBroker
 
 # Takeover bound beyond lease_s: a standby polls every lease_s / 4 (at most 1 s), rebuilds
@@ -63,6 +63,16 @@ async def test_the_standby_takes_over_a_sigkilled_controller_mid_stream(pair: Pa
     assert standby is not None and standby["lease"]["holder"] == "ctl-a"
     assert standby["lease"]["token"] == 1 and standby["meters"] == {}
     assert not standby["broker"]["connected"]  # a standby is connected to no broker
+    shown = subprocess.run(
+        [*PROGRESSIVECTL, "status", "--socket", str(pair.b.folder / "link.sock")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "role: STANDBY since " in shown.stdout
+    assert "lease held by ctl-a (token 1, expires " in shown.stdout
+    assert "this controller is ctl-b" in shown.stdout and "head none read" in shown.stdout
     text = metrics_of(pair, "b")
     assert 'progressive_link_active{link="link-a"} 0.0' in text
     assert 'progressive_link_lease_token{holder="ctl-a",link="link-a",me="ctl-b"} 1.0' in text
@@ -100,7 +110,7 @@ async def test_the_standby_takes_over_a_sigkilled_controller_mid_stream(pair: Pa
     writers = set(pair.writers().values())
     assert writers <= {"progressived ctl-a token 1", "progressived ctl-b token 2"}
     verify = subprocess.run(
-        [*PROGRESSIVED[:-1], "progressived.cli.ctl", "ledger", "verify", "--db", pair.url],
+        [*PROGRESSIVECTL, "ledger", "verify", "--db", pair.url],
         capture_output=True,
         text=True,
         check=False,

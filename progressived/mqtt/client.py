@@ -90,6 +90,27 @@ class BrokerOptions:
         return 2.0 * self.keepalive_s + 2.0
 
 
+def broker_address(text: str, default_port: int) -> tuple[str, int]:
+    """``host:port``, ``host`` or ``[v6]:port`` as (host, port); ValueError if it is not."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+        if rest and not rest.startswith(":"):
+            host = ""
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if not host or any(c.isspace() or c in "/@" for c in host):
+        raise ValueError(f"{text!r} is not a broker address (host:port)")
+    if not port_text:
+        return host, default_port
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
 def tls_parameters(tls: TlsOptions) -> aiomqtt.TLSParameters:
     """The one TLS builder: the broker's certificate is always verified against the CA."""
     return aiomqtt.TLSParameters(

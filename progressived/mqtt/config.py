@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions
+from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions, broker_address
 
-__all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection"]
+__all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection", "broker_address"]
 
 
 class MqttTlsSection(BaseModel):
@@ -101,24 +101,3 @@ class MqttSection(BaseModel):
             max_inflight=max_inflight,
             max_queued_incoming=max_queued_incoming,
         )
-
-
-def broker_address(text: str, default_port: int) -> tuple[str, int]:
-    """``host:port``, ``host`` or ``[v6]:port`` as (host, port); ValueError if it is not."""
-    text = text.strip()
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-        if rest and not rest.startswith(":"):
-            host = ""
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    else:
-        host, port_text = text, ""
-    if not host or any(c.isspace() or c in "/@" for c in host):
-        raise ValueError(f"{text!r} is not a broker address (host:port)")
-    if not port_text:
-        return host, default_port
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
-    return host, int(port_text)

@@ -80,8 +80,8 @@ def status(c: LinkController) -> dict[str, Any]:
         "batches": c.batches,
         "broker": {
             "connected": c.mqtt.connected,
-            "state": session.state,
-            "error": session.detail,
+            "state": session.state if j is not None else "standby",
+            "error": session.detail if j is not None else "a standby connects to no broker",
             "denied": dict(sorted(session.denied.items())),
             "denied_total": session.denied_total,
         },
