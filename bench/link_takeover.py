@@ -144,7 +144,9 @@ async def measure(runs: int, lease_s: float) -> dict[str, Any]:
         configs = {
             n: write_config(f, url, f"ctl-{n}", broker.port, lease_s) for n, f in folders.items()
         }
-        subprocess.run([*PROGRESSIVED, "init", "--config", str(configs["a"])], check=True)
+        subprocess.run(
+            [*PROGRESSIVED, "init", "--config", str(configs["a"])], check=True, capture_output=True
+        )
         procs: dict[str, subprocess.Popen[bytes]] = {}
 
         def start(name: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -24,10 +25,16 @@ from progressived.link.runtime.config import load_link_config
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.session import MqttSession
 from progressived.runtime.control import request
+from progressived.testing.board import simulator_factory
+from progressived.testing.broker import Mosquitto
 from progressived.testing.config import render_toml
+from progressived.testing.rig import table as rig_table
+from tests.daemon_harness import TABLE
 from tests.link_harness import until
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import PROGRESSIVECTL, PROGRESSIVED, contribution, ledger_rows
+from tests.test_link_table_daemon import journal, linked_config, outbox_empty
+from tests.test_link_table_daemon import until as table_until
 
 TO_T1 = "progressive/link/link-a/to/t1"
 FROM_T1 = "progressive/link/link-a/from/t1"
@@ -189,3 +196,76 @@ async def test_a_table_whose_broker_dies_moves_to_the_other_and_is_answered(
     applied = [int(str(r["seq"])) for r in ledger_rows(tmp_path / "link.db", "link_applied")]
     assert sorted(applied) == list(range(1, 11))  # each message once, over both brokers
     assert all(r[0].status == "applied" for r in table.results.values())
+
+
+async def test_a_table_daemon_whose_broker_dies_moves_to_the_other(tmp_path: Path) -> None:
+    """The table daemon itself (``progressived run``, ``[mqtt] hosts``) with the link
+    controller on both brokers (anonymous test brokers): its first broker SIGKILLed, its
+    next round's contribution is answered through the second."""
+    (tmp_path / "table").mkdir()
+    with Mosquitto() as second:
+        async with rig_table(
+            tmp_path / "table",
+            linked_config(),
+            board=simulator_factory(heartbeat_interval_s=0.2),
+            sign="it-sign",
+        ) as t:
+            first = t.broker
+            hosts = json.dumps([f"127.0.0.1:{first.port}", f"127.0.0.1:{second.port}"])
+            text = t.config.read_text()
+            moved = re.sub(r'host = "127\.0\.0\.1"\nport = \d+\n', f"hosts = {hosts}\n", text)
+            assert moved != text
+            t.config.write_text(moved)
+            link_dir = tmp_path / "link"
+            link_dir.mkdir()
+            config = link_dir / "link.toml"
+            config.write_text(
+                render_toml(
+                    {
+                        "link": {"id": "link-a", "tables": "@TABLES@", "heartbeat_s": 0.2},
+                        "link.meters": [
+                            {"id": "main", "paytable": "pmg-01", "rate": 0.03, "reserve_rate": 0}
+                        ],
+                        "mqtt": {"hosts": "@HOSTS@", "reconnect_initial_s": 0.2},
+                        "ledger": {"path": link_dir / "link.db"},
+                        "metrics": {"enabled": False},
+                        "control": {"socket": link_dir / "link.sock"},
+                        "log": {"format": "json"},
+                    }
+                )
+                .replace('"@HOSTS@"', hosts)
+                .replace('"@TABLES@"', json.dumps([TABLE]))
+            )
+            subprocess.run(
+                [*PROGRESSIVED, "init", "--config", str(config)], check=True, capture_output=True
+            )
+            log = (link_dir / "link.log").open("wb")
+            link = subprocess.Popen(
+                [*PROGRESSIVED, "link", "--config", str(config)], stdout=log, stderr=log
+            )
+            try:
+                t.start_daemon()
+                await t.online()
+                await t.bets(1, 3)
+                await t.press("LOCK")
+                await t.sub.wait_event("round_locked")
+                await table_until(
+                    lambda: len(journal(t, "link_result")) == 1 and outbox_empty(t), "answered"
+                )
+                await t.press("RECON")
+                await t.sub.wait_event("round_reconciled")
+                first.stop(signal.SIGKILL)  # the table's broker dies (and the sign's)
+                await t.bets(2)
+                await t.press("LOCK")
+                await table_until(lambda: len(journal(t, "round_locked")) == 2, "locked", 30)
+                await table_until(
+                    lambda: len(journal(t, "link_result")) == 2 and outbox_empty(t),
+                    "answered through the second broker",
+                    30,
+                )
+                assert "broker connection lost" in t.log_text()
+            finally:
+                link.send_signal(signal.SIGTERM)
+                assert link.wait(20) == 0
+    applied = [int(str(r["seq"])) for r in ledger_rows(link_dir / "link.db", "link_applied")]
+    assert applied == [1, 2]
