@@ -33,7 +33,7 @@ from tests.daemon_harness import TABLE
 from tests.link_harness import until
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import PROGRESSIVECTL, PROGRESSIVED, contribution, ledger_rows
-from tests.test_link_table_daemon import journal, linked_config, outbox_empty
+from tests.test_link_table_daemon import journal, linked_config, outbox_empty, status
 from tests.test_link_table_daemon import until as table_until
 
 TO_T1 = "progressive/link/link-a/to/t1"
@@ -244,8 +244,10 @@ async def test_a_table_daemon_whose_broker_dies_moves_to_the_other(tmp_path: Pat
                 [*PROGRESSIVED, "link", "--config", str(config)], stdout=log, stderr=log
             )
             try:
+                await until(lambda: bool(link_status(link_dir)), 30)
                 t.start_daemon()
                 await t.online()
+                await table_until(lambda: status(t)["link"]["up"], "the link heard", 30)
                 await t.bets(1, 3)
                 await t.press("LOCK")
                 await t.sub.wait_event("round_locked")
@@ -255,6 +257,9 @@ async def test_a_table_daemon_whose_broker_dies_moves_to_the_other(tmp_path: Pat
                 await t.press("RECON")
                 await t.sub.wait_event("round_reconciled")
                 first.stop(signal.SIGKILL)  # the table's broker dies (and the sign's)
+                on_second = f'"broker": "mqtt://127.0.0.1:{second.port}"'
+                await table_until(lambda: on_second in t.log_text(), "on the second broker", 30)
+                await table_until(lambda: status(t)["link"]["up"], "the link heard again", 30)
                 await t.bets(2)
                 await t.press("LOCK")
                 await table_until(lambda: len(journal(t, "round_locked")) == 2, "locked", 30)
