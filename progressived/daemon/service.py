@@ -252,7 +252,7 @@ class Controller:
             table=j.params.table_id,
             paytable=j.params.paytable.id,
             ledger=str(cfg.ledger.path),
-            broker=f"{cfg.mqtt.host}:{cfg.mqtt.port}",
+            brokers=[f"{h}:{p}" for h, p in cfg.mqtt.endpoints()],
         )
         port = DaemonDesk(
             j,
