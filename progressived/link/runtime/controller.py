@@ -334,6 +334,7 @@ class LinkController:
         await self.shutdown(tasks, drain=not self.lost.is_set())
         if standing_down:
             self.heard.clear()
+            self.ledger_error = None  # a standby's ledger is the database's reachability
             log.info("standby: this controller no longer serves the link")
 
     async def shutdown(self, tasks: list[asyncio.Task[Any]], *, drain: bool = True) -> None:
