@@ -235,15 +235,13 @@ class Journal(LedgerThread):
     def _note_record(self, note: Note, at: str) -> Record:
         category = "operator" if note.kind.startswith("operator") else "system"
         return Record(
-            note.kind,
-            dict(note.detail),
-            at,
-            note.actor,
-            self.state.round,
-            0,
-            category,
-            None,
-            self.system_outbox(note.kind, note.detail),
+            kind=note.kind,
+            detail=dict(note.detail),
+            at=at,
+            actor=note.actor,
+            round=self.state.round,
+            category=category,
+            outbox=self.system_outbox(note.kind, note.detail),
         )
 
     async def _noted(self, note: Note | None, at: str) -> bool:

@@ -206,7 +206,14 @@ class LinkBook:
             "message": json.loads(payload),
         }
         out.records.append(
-            Record("link_sent", detail, at, actor or "system", round_no, seat, "system", None, None)
+            Record(
+                kind="link_sent",
+                detail=detail,
+                at=at,
+                actor=actor or "system",
+                round=round_no,
+                seat=seat,
+            )
         )
         out.statements.append((INSERT, (msg.seq, msg.id, msg.type, self.topic, payload)))
         out.next_seq = max(out.next_seq, msg.seq + 1)
@@ -290,7 +297,7 @@ def result_record(link_id: str, result: lm.Result, message_type: str, at: str) -
         "code": result.code,
         "result": lm.to_dict(result),
     }
-    return Record("link_result", detail, at, "link", None, 0, "system", None, None)
+    return Record(kind="link_result", detail=detail, at=at, actor="link")
 
 
 def _refused(ref: ClaimRef, result: lm.Result, at: str) -> MeterAnswered:
