@@ -22,7 +22,7 @@ import structlog
 from progressived.config.daemon import DaemonConfig
 from progressived.daemon.health import Health
 from progressived.daemon.ledger_thread import LedgerThread
-from progressived.daemon.link_out import LinkBook
+from progressived.daemon.link_out import LinkOutbox
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.outbox import event_outbox
 from progressived.daemon.port import Note
@@ -72,7 +72,7 @@ class Journal(LedgerThread):
         # A table with linked meters (docs/link.md): the linked port, and the link's side of
         # each decision (messages into the link outbox, in the decision's transaction).
         self.meter_port: MeterPort = LOCAL_BOOK
-        self.link_book: LinkBook | None = None
+        self.link_outbox: LinkOutbox | None = None
         self.link_wake: Callable[[], None] = lambda: None
         self.linked_meters: dict[str, Any] = {}  # the link's meter view (LinkedMeter)
 
@@ -143,11 +143,11 @@ class Journal(LedgerThread):
         )
         link = None
         seen = None
-        if self.link_book is not None and idempotency_key is not None:
+        if self.link_outbox is not None and idempotency_key is not None:
             seen = await self.db(self.ledger.lookup, str(idempotency_key))
-        if self.link_book is not None and seen is None:
+        if self.link_outbox is not None and seen is None:
             head = (self.ledger.head_seq, self.ledger.head_hash)
-            link = self.link_book.outgoing(
+            link = self.link_outbox.outgoing(
                 self.state, decision.state, decision.events, command.actor, command.at, head
             )
             items += link.records
@@ -164,8 +164,8 @@ class Journal(LedgerThread):
             log.info("duplicate input ignored", key=idempotency_key)
             return "already applied (the same input was journaled before)"
         self.state = decision.state
-        if link is not None and self.link_book is not None:
-            self.link_book.committed(link)
+        if link is not None and self.link_outbox is not None:
+            self.link_outbox.committed(link)
             if link.records:
                 self.link_wake()
         structlog.contextvars.bind_contextvars(round=self.state.round)

@@ -40,7 +40,7 @@ import structlog
 
 from progressived.config.daemon import DaemonConfig, LinkSection
 from progressived.daemon.journal import Journal
-from progressived.daemon.link_out import DELETE, LinkBook, result_record
+from progressived.daemon.link_out import DELETE, LinkOutbox, result_record
 from progressived.daemon.link_refusal import RefusalLog, closes, closure_reason, refused_code
 from progressived.daemon.port import LinkedMeterView, LinkStatus
 from progressived.engine import SetClosed
@@ -79,7 +79,7 @@ class LinkClient:
         self.config = config
         self.link = link
         params, prefix = config.params, config.mqtt.prefix
-        self.book = LinkBook(params, link.id, prefix)
+        self.outbox = LinkOutbox(params, link.id, prefix)
         self.to_topic = lm.to_table_topic(prefix, link.id, params.table_id)
         self.at_link = params.link_meter_ids()  # table meter id -> the link's id for it
         self.meter_topics = {  # the link's meter topic -> the table's meter id
@@ -122,9 +122,9 @@ class LinkClient:
             "ORDER BY seq",
             (j.state.round,),
         )
-        self.book.load([(json.loads(data),) for (data,) in rows])
+        self.outbox.load([(json.loads(data),) for (data,) in rows])
         await self.refresh()
-        log.info("link", link=self.link.id, next_seq=self.book.next_seq, outbox=self.depth)
+        log.info("link", link=self.link.id, next_seq=self.outbox.next_seq, outbox=self.depth)
 
     def wake(self) -> None:
         self._wake.set()
@@ -339,7 +339,7 @@ class LinkClient:
             log.debug("link: repeated result ignored", seq=result.seq)
             return None
         message = json.loads(rows[0][1])
-        answer = self.book.answer(state, message, result, at)
+        answer = self.outbox.answer(state, message, result, at)
         record = result_record(self.link.id, result, str(message["type"]), at)
         if refused_code(state.closed) is not None:
             close = None  # closed by a refusal already: the first one's code stays shown

@@ -98,7 +98,7 @@ class Controller:
         if config.link is not None:  # a table with linked meters (docs/link.md)
             self.link = LinkClient(self.journal, config, config.link, self.session)
             self.journal.meter_port = LINKED_PORT
-            self.journal.link_book = self.link.book
+            self.journal.link_outbox = self.link.outbox
             self.journal.link_wake = self.link.wake
             self.link.changed = self.outputs.redraw
         self.metrics_port: int | None = None
