@@ -71,7 +71,7 @@ async def test_operator_close_and_open_are_each_one_ledger_transaction(
     assert answer["ok"] is True and "operator" not in answer["closed"]
     assert commits == 2
     await controller.db(controller.ledger.close)
-    controller.journal.close_thread()
+    controller.executor.close()
 
     with sqlite3.connect(config.ledger.path) as conn:
         rows = conn.execute(
