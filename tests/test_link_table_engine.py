@@ -56,14 +56,14 @@ def test_a_linked_table_plays_a_claim_through_the_link_outbox(tmp_path: Path) ->
     ledger = Ledger.open(tmp_path / "l.db", params, at="2026-01-01T00:00:00Z")
     state = ledger.state
     assert "meter:main" not in state.balances  # the link funds the linked meter
-    outbox = LinkOutbox(params, "link-a", "progressive")
+    linkbook = LinkOutbox(params, "link-a", "progressive")
     sent: list[dict[str, object]] = []
 
     def play(command: object, actor: str = "dealer") -> TableState:
         nonlocal state
         decision = ok(decide(params, state, command, LINKED_PORT))  # type: ignore[arg-type]
-        out = outbox.outgoing(state, decision.state, decision.events, actor, "t", (1, HASH))
-        outbox.committed(out)
+        out = linkbook.outgoing(state, decision.state, decision.events, actor, "t", (1, HASH))
+        linkbook.committed(out)
         sent.extend(dict(r.detail["message"]) for r in out.records)
         ledger.append(decision.events, decision.state, at="2026-01-01T00:00:01Z")
         state = decision.state
@@ -82,7 +82,7 @@ def test_a_linked_table_plays_a_claim_through_the_link_outbox(tmp_path: Path) ->
     assert state.claims_awaiting_meter == ((3, "royal-flush"),)
     # a snapshot keeps the awaiting claim (a table killed now recovers it)
     assert loads(dumps(state)) == state
-    answer = outbox.answer(state, claim, result(claim, units=1_234_560_000), "t")
+    answer = linkbook.answer(state, claim, result(claim, units=1_234_560_000), "t")
     assert answer is not None
     (keyed,) = answer.events
     assert isinstance(keyed, AwardKeyed) and keyed.units == 1_234_560_000 and keyed.postings == ()
@@ -91,7 +91,7 @@ def test_a_linked_table_plays_a_claim_through_the_link_outbox(tmp_path: Path) ->
     play(Confirm(), actor="sup 1")
     confirm = sent[-1]
     assert confirm["type"] == "claim_confirm" and confirm["by"] == "sup-1"
-    paid = outbox.answer(state, confirm, result(confirm, units=1_234_570_000, state="paid"), "t")
+    paid = linkbook.answer(state, confirm, result(confirm, units=1_234_570_000, state="paid"), "t")
     assert paid is not None and isinstance(paid.events[0], AwardConfirmed)
     assert paid.events[0].units == 1_234_570_000  # the confirm's result is what is paid
     state = ok(decide(params, state, paid, LINKED_PORT)).state

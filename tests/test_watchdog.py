@@ -12,9 +12,7 @@ import socket
 from pathlib import Path
 
 from progressived.config.daemon import load_daemon_config
-from progressived.daemon.port import RefusalCode, Refused
 from progressived.daemon.service import Controller
-from progressived.engine import Lock
 from progressived.runtime.systemd import Notifier
 from tests.daemon_harness import table
 
@@ -100,6 +98,9 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             await asyncio.sleep(0.8)
             assert notify.pings_since(mark) == 0, "ledger unavailable: not pinged"
             assert any("STATUS=unhealthy: ledger unavailable" in m for m in notify.drain())
+            from progressived.daemon.port import RefusalCode, Refused
+            from progressived.engine import Lock
+
             refused = await controller.submit(Lock())
             assert isinstance(refused, Refused)
             assert refused.code is RefusalCode.LEDGER_UNAVAILABLE
