@@ -7,13 +7,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from progressived.config.daemon import load_daemon_config
 from progressived.daemon.port import Committed, RefusalCode, Refused
-from progressived.daemon.service import Controller
 from progressived.engine import Lock, SetClosed
 from progressived.testing.broker import Mosquitto
-from tests.daemon_harness import init_ledger, write_config
-from tests.test_crash_only import BrokenBoard
+from tests.test_crash_only import boardless
 
 
 def journaled(path: Path, after: int) -> list[tuple[int, str, str]]:
@@ -26,10 +23,7 @@ def journaled(path: Path, after: int) -> list[tuple[int, str, str]]:
 async def test_submit_says_committed_refused_or_duplicate(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    path = write_config(tmp_path, mosquitto, tmp_path / "no-board")
-    init_ledger(path)
-    config = load_daemon_config(path)
-    controller = Controller(config, driver=BrokenBoard())
+    config, controller = boardless(tmp_path, mosquitto)
     await controller.start()
     try:
         # Committed: the events taken, and exactly the rows that journaled them.
