@@ -24,7 +24,6 @@ from typing import Any
 
 import structlog
 
-from progressived.core.params import TableParams
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.link_out import LinkOutbox, Outgoing
 from progressived.daemon.outbox import event_outbox
@@ -34,7 +33,7 @@ from progressived.engine.decision import Decision
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.engine.meterbook.linked_port import LINKED_PORT
-from progressived.ledger import Batch, Ledger, LedgerUnavailable
+from progressived.ledger import Batch, LedgerUnavailable
 from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
 
@@ -77,21 +76,13 @@ class Journal:
     def state(self) -> TableState:
         return self.current.state
 
-    @property
-    def params(self) -> TableParams:
-        return self.current.params
-
-    @property
-    def ledger(self) -> Ledger:
-        return self.current.ledger
-
     def clock(self) -> str:
         """The time for a new command (UTC, ISO 8601)."""
         return self.writer.clock()
 
     async def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """A query on the ledger thread (the link client's outbox and ``link_sent`` rows)."""
-        return await self.writer.executor.run(self.ledger.read, sql, args)
+        return await self.writer.executor.run(self.current.ledger.read, sql, args)
 
     # ------------------------------------------------------------- commands
     async def submit(
@@ -126,7 +117,7 @@ class Journal:
             await self._noted(note, note_at)
             await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
             return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
-        decision = decide(self.params, self.state, command, self._meter_port)
+        decision = decide(self.current.params, self.state, command, self._meter_port)
         if not isinstance(decision, Accepted) or not decision.events:
             if not await self._noted(note, note_at):
                 return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED)
@@ -138,7 +129,7 @@ class Journal:
         link = await self._link_messages(command, decision, idempotency_key)
         try:
             results = await self.writer.commit(
-                self.ledger.transact,
+                self.current.ledger.transact,
                 [*items, *(link.records if link is not None else ())],
                 link.statements if link is not None else (),
             )
@@ -174,7 +165,7 @@ class Journal:
             command.at,
             command.actor,
             idempotency_key,
-            event_outbox(self.writer.topics, self.params.table_id, decision.events),
+            event_outbox(self.writer.topics, self.current.params.table_id, decision.events),
         )
         return [batch] if note is None else [self.note_record(note, note_at), batch]
 
@@ -186,10 +177,10 @@ class Journal:
         if self._link is None:
             return None
         if idempotency_key is not None:
-            seen = await self.writer.executor.run(self.ledger.lookup, idempotency_key)
+            seen = await self.writer.executor.run(self.current.ledger.lookup, idempotency_key)
             if seen is not None:
                 return None
-        head = (self.ledger.head_seq, self.ledger.head_hash)
+        head = (self.current.ledger.head_seq, self.current.ledger.head_hash)
         return self._link.outbox.outgoing(
             self.state, decision.state, decision.events, command.actor, command.at, head
         )
@@ -212,7 +203,9 @@ class Journal:
                 commands.append(SetClosed(reason=close, closed=True, at=at, actor="link"))
             items, state, events = self._answers(commands, at)
             try:
-                await self.writer.commit(self.ledger.transact, [*items, *records], statements)
+                await self.writer.commit(
+                    self.current.ledger.transact, [*items, *records], statements
+                )
             except LedgerUnavailable as exc:
                 await self.writer.failed(exc)
                 return False
@@ -231,13 +224,15 @@ class Journal:
         state, events = self.state, list[Event]()
         for command in commands:
             decided: Decision = decide(
-                self.params, state, replace(command, at=at), self._meter_port
+                self.current.params, state, replace(command, at=at), self._meter_port
             )
             if not isinstance(decided, Accepted):
                 log.error("the link's answer does not fit the round", reason=decided.reason)
                 continue
             if decided.events:
-                outbox = event_outbox(self.writer.topics, self.params.table_id, decided.events)
+                outbox = event_outbox(
+                    self.writer.topics, self.current.params.table_id, decided.events
+                )
                 items.append(Batch(decided.events, decided.state, at, "link", None, outbox))
                 state, events = decided.state, [*events, *decided.events]
         return items, state, events
@@ -260,7 +255,7 @@ class Journal:
         if note is None:
             return True
         try:
-            await self.writer.commit(self.ledger.transact, [self.note_record(note, at)])
+            await self.writer.commit(self.current.ledger.transact, [self.note_record(note, at)])
         except LedgerUnavailable as exc:
             await self.writer.failed(exc)
             return False
