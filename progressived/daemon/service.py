@@ -264,7 +264,7 @@ class Controller:
             table=cfg.params.table_id,
             paytable=cfg.params.paytable.id,
             ledger=str(cfg.ledger.path),
-            broker=f"{cfg.mqtt.host}:{cfg.mqtt.port}",
+            brokers=[f"{h}:{p}" for h, p in cfg.mqtt.endpoints()],
         )
         port = DaemonDesk(
             table.journal,
