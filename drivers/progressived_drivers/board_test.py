@@ -11,8 +11,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from progressived_drivers.board_link import BoardLink
-from progressived_drivers.board_test_cases import Act, BoardCases, CaseFailed
+from progressived_drivers.board_test_cases import BoardCases, CaseFailed
 
 
 @dataclass
@@ -61,20 +60,9 @@ class Report:
 class BoardTester(BoardCases):
     """Runs the conformance cases against the board on ``link`` and reports them."""
 
-    def __init__(
-        self,
-        link: BoardLink,
-        *,
-        act: Act | None = None,
-        heartbeat_ms: int = 200,
-        action_timeout_s: float = 60.0,
-    ) -> None:
-        super().__init__(
-            link, act=act, heartbeat_ms=heartbeat_ms, action_timeout_s=action_timeout_s
-        )
-        self.report = Report(port=link.port)
-
     async def run(self) -> Report:
+        """Every case in order, timed; a failed hello or a lost port ends the run."""
+        report = Report(port=self.link.port)
         beats = asyncio.get_running_loop().create_task(self._heartbeats())
         loop = asyncio.get_running_loop()
         try:
@@ -88,7 +76,7 @@ class BoardTester(BoardCases):
                     detail, passed = str(exc), False
                 if self.link.lost:
                     detail, passed = detail + " (port lost)", False
-                self.report.cases.append(
+                report.cases.append(
                     CaseResult(name, passed, str(detail), round(loop.time() - start, 3))
                 )
                 if name == "hello" and not passed:
@@ -97,6 +85,6 @@ class BoardTester(BoardCases):
                     break
         finally:
             beats.cancel()
-        self.report.board = dict(self.board)
-        self.report.line = dict(self.link.decoder.counters)
-        return self.report
+        report.board = dict(self.board)
+        report.line = dict(self.link.decoder.counters)
+        return report
