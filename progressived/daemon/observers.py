@@ -73,12 +73,22 @@ class JournalObservers:
 
     def committed(self, events: Sequence[Event], seqs: range, started: float | None) -> None:
         """A command's events journaled and taken: counted, timed, logged, told."""
-        self.hits.count(events)
-        if self.metrics is not None:
-            self.metrics.count(events)
         if started is not None and seqs:
             # the first outbox message of this command carries one of these seqs
             self.latency.committed(seqs, started)
+        self._taken(events)
+
+    def answered(self, events: Sequence[Event]) -> None:
+        """The link's answer journaled: its events counted, logged and told like a command's
+        (an award the link confirms is a hit in the Prometheus counters as on the table)."""
+        self._taken(events)
+
+    def _taken(self, events: Sequence[Event]) -> None:
+        """What every journaled event goes through: the hits, the event counters, one
+        ``event`` log line each, the listeners told."""
+        self.hits.count(events)
+        if self.metrics is not None:
+            self.metrics.count(events)
         for event in events:
             log.info(
                 "event",
@@ -87,11 +97,6 @@ class JournalObservers:
                 round=event.round,
                 seat=event.seat or None,
             )
-        self.notify("applied", {"events": tuple(events)})
-
-    def answered(self, events: Sequence[Event]) -> None:
-        """The link's answer journaled: its events counted among the hits, and told."""
-        self.hits.count(events)
         self.notify("applied", {"events": tuple(events)})
 
     def rejected(self, reason: str, code: str, command: str, round_no: int) -> None:

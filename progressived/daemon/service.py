@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -36,12 +35,12 @@ from progressived.mqtt.session import MqttSession
 from progressived.mqtt.session_log import LoggedSession
 from progressived.runtime.clock import JournalClock, utc_now
 from progressived.runtime.control import ControlServer, Peer
+from progressived.runtime.lifecycle import Lifecycle
 from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 SELF_CHECK_FAILED = "self-check failed"
-INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
 __all__ = ["BOARD_OFFLINE", "SELF_CHECK_FAILED", "Controller", "run_daemon"]
 
 P = ParamSpec("P")
@@ -85,10 +84,8 @@ class Controller:
         self._config = config
         self._table: OpenTable | None = None
         self.metrics_port: int | None = None
-        self._stop = asyncio.Event()
+        self.lifecycle = Lifecycle(log, "core task ended: stopping for a restart")
         self._control: ControlServer | None = None
-        self._exit_status = 0
-        self._interrupted = False
 
     # ------------------------------------------------------------- what tests look at
     @property
@@ -201,24 +198,9 @@ class Controller:
         await j.submit(SetClosed(reason=SELF_CHECK_FAILED, closed=closed, at=now, actor="system"))
         return result.ok
 
-    def _task_ended(self, task: asyncio.Task[Any]) -> None:
-        """Crash-only: a core task that ends on its own stops the daemon with status 1.
-
-        systemd (Restart=always) then starts it again from the ledger, which is the state
-        it would have had anyway; running on without the board, the broker or the input
-        loop would only hide the fault.
-        """
-        if task.cancelled() or self._stop.is_set():
-            return
-        exc = task.exception()
-        log.error("core task ended: stopping for a restart", task=task.get_name(), error=repr(exc))
-        self._exit_status = 1
-        self._stop.set()
-
     def request_stop(self, interrupted: bool = False) -> None:
         """Stop (SIGTERM); ``interrupted``: a Ctrl-C, whose exit status is 130."""
-        self._interrupted = self._interrupted or interrupted
-        self._stop.set()
+        self.lifecycle.request_stop(interrupted)
 
     async def run(self, *, install_signals: bool = True) -> int:
         """Run until SIGTERM/SIGINT (or :meth:`request_stop`); returns the exit status.
@@ -230,8 +212,7 @@ class Controller:
         """
         loop = asyncio.get_running_loop()
         if install_signals:
-            loop.add_signal_handler(signal.SIGTERM, self.request_stop)
-            loop.add_signal_handler(signal.SIGINT, self.request_stop, True)
+            self.lifecycle.install_signals(loop)
         cfg = self.config
         control = ControlServer(cfg.control.socket, cfg.control.group, _not_yet)
         control.claim()
@@ -257,8 +238,7 @@ class Controller:
         ]
         if table.link is not None:
             cancelled.append(loop.create_task(table.link.run(), name="link"))
-        for task in (*ending, *cancelled):
-            task.add_done_callback(self._task_ended)
+        self.lifecycle.watch(*ending, *cancelled)  # crash-only: systemd restarts from the ledger
         log.info(
             "running",
             table=cfg.params.table_id,
@@ -281,12 +261,10 @@ class Controller:
         self._notify("ready", {})
         loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(log_task_error)
         self.notifier.ready(f"table {cfg.params.table_id} running")
-        await self._stop.wait()
+        await self.lifecycle.stop.wait()
         self.notifier.stopping()
         await self.shutdown(ending, cancelled)
-        if self._interrupted and self._exit_status == 0:
-            return INTERRUPTED
-        return self._exit_status
+        return self.lifecycle.status()
 
     async def _close_ledger(self) -> None:
         """After a start that failed part-way: close the ledger if it was opened."""

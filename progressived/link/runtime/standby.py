@@ -42,8 +42,7 @@ def lose(c: LinkController, why: str) -> None:
     log.error(f"link ledger lease lost: {then}", why=why)
     c.lost.set()
     if not c.standby:
-        c.exit_status = FENCED_EXIT
-        c.stop_requested.set()
+        c.lifecycle.fail(FENCED_EXIT)
 
 
 async def hold_lease(c: LinkController) -> None:
