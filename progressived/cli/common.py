@@ -15,17 +15,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from progressived.ledger.errors import (
-    Fenced,
-    LedgerError,
-    LedgerExists,
-    LedgerMismatch,
-    LedgerMissing,
-    LedgerUnavailable,
-)
-from progressived.storage.sqlite_version import SQLiteTooOld
+if TYPE_CHECKING:
+    from progressived.ledger.errors import LedgerError
 
 
 class Exit(IntEnum):
@@ -47,7 +40,21 @@ class Exit(IntEnum):
 
 
 def ledger_status(exc: LedgerError) -> Exit:
-    """The exit status for a ledger that cannot be used."""
+    """The exit status for a ledger that cannot be used.
+
+    The ledger's modules are imported here, not at the top: ``progressived`` and
+    ``progressivectl`` import this module before :func:`guarded` is in place, and the less
+    they load by then, the shorter the moment in which Ctrl-C could still end the process
+    with a traceback instead of one line."""
+    from progressived.ledger.errors import (  # noqa: PLC0415 - see the docstring
+        Fenced,
+        LedgerExists,
+        LedgerMismatch,
+        LedgerMissing,
+        LedgerUnavailable,
+    )
+    from progressived.storage.sqlite_version import SQLiteTooOld  # noqa: PLC0415
+
     if isinstance(exc, LedgerMissing):
         return Exit.LEDGER_MISSING
     if isinstance(exc, LedgerMismatch):
