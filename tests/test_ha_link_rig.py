@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 
 import aiomqtt
 import psycopg
@@ -22,6 +23,7 @@ from tests.ha_tables import StreamTable
 from tests.link_sim import METER, SimTable
 
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.timeout(600),
     pytest.mark.skipif(not rig_available(), reason="needs postgresql-15, patroni, etcd-server"),
 ]
@@ -36,9 +38,9 @@ def applied(link: HaLink) -> list[tuple[str, int]]:
     return [(str(t), int(s)) for t, s in rows]
 
 
-async def wait_for(check: object, timeout_s: float) -> None:
+async def wait_for(check: Callable[[], bool], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
+    while not check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.05)
 
