@@ -44,6 +44,7 @@ class LinkProcess:
     folder: Path
     config: Path
     child: Child
+    metrics_port: int
     paused: bool = False
 
     def start(self) -> None:
@@ -194,6 +195,7 @@ class HaLink:
 def _controller(link: HaLink, name: str) -> LinkProcess:
     folder = link.root / name
     folder.mkdir()
+    metrics_port = distinct_port()
     db_password = folder / "db.pw"
     db_password.write_text(link.db.password + "\n")
     db_password.chmod(0o600)
@@ -216,7 +218,7 @@ def _controller(link: HaLink, name: str) -> LinkProcess:
                 "lease_s": link.lease_s,
                 "holder": name,
             },
-            "metrics": {"port": distinct_port()},
+            "metrics": {"port": metrics_port},
             "control": {"socket": folder / "link.sock"},
             "log": {"format": "json"},
         },
@@ -228,7 +230,7 @@ def _controller(link: HaLink, name: str) -> LinkProcess:
             '"@HOSTS@"', json.dumps(link.hosts)
         )
     )
-    return LinkProcess(name, folder, config, Child(name, folder / "link.log"))
+    return LinkProcess(name, folder, config, Child(name, folder / "link.log"), metrics_port)
 
 
 @contextlib.contextmanager
