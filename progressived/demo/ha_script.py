@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -46,10 +47,42 @@ def _units(floor: Floor) -> int:
     return units if isinstance(units, int) else 0
 
 
+def _more(floor: Floor, table: str, kind: str, than: int) -> bool:
+    return len(floor.of(table, kind)) > than
+
+
+def _open(floor: Floor, t: DemoTable) -> bool:
+    """The table's progressive is open (its last CLOSED was followed by an open again)."""
+    marks = [
+        e for e in floor.events.get(t.id, []) if e.get("kind") in ("table_closed", "table_opened")
+    ]
+    return not marks or marks[-1].get("kind") == "table_opened"
+
+
+async def _locked_round(floor: Floor, t: DemoTable, seats: list[int], keys: list[str]) -> None:
+    """Bets and LOCK, then ``keys``, as a dealer plays while the link comes and goes: a table
+    whose progressive is CLOSED refuses LOCK (by design: docs/link.md), so the dealer waits
+    until it is open, and plays the round again if it closed between the bets and the LOCK."""
+    while True:
+        await floor.until(lambda: _open(floor, t), f"{t.id}'s progressive to open", FAULT_BOUND_S)
+        locked = len(floor.of(t.id, "round_locked"))
+        closures = len(floor.of(t.id, "table_closed"))
+        await _play_round(t, seats, [])
+        try:
+            await floor.until(partial(_more, floor, t.id, "round_locked", locked), "LOCK", 15)
+        except TimeoutError:
+            if len(floor.of(t.id, "table_closed")) == closures:
+                raise
+            floor.say(f"{t.id:<7} LOCK refused: the linked progressive closed; the dealer waits")
+            continue
+        await t.type(*keys)
+        return
+
+
 async def _round(floor: Floor, tables: list[DemoTable]) -> None:
     """One round at every table: bets, LOCK, RECON; waited for."""
     done = {t.id: len(floor.of(t.id, "round_reconciled")) for t in tables}
-    await asyncio.gather(*(_play_round(t, [1, 2, 4], ["key RECON"]) for t in tables))
+    await asyncio.gather(*(_locked_round(floor, t, [1, 2, 4], ["key RECON"]) for t in tables))
     for t in tables:
         await _reconciled(floor, t, done[t.id] + 1)
 
@@ -61,9 +94,9 @@ async def act_fault(
     the seconds from the fault until it did."""
     floor.say(f"-- {title}")
     done = {t.id: len(floor.of(t.id, "round_reconciled")) for t in tables}
-    await asyncio.gather(*(_play_round(t, [3, 5], []) for t in tables))  # LOCKed, in flight
-    at_fault = _units(floor)
+    await asyncio.gather(*(_locked_round(floor, t, [3, 5], []) for t in tables))  # in flight
     said, struck = await asyncio.to_thread(strike)
+    at_fault = _units(floor)  # what the signs showed once the fault had struck
     floor.say(f"   {said}")
     await asyncio.gather(*(t.type("key RECON") for t in tables))
     for t in tables:
