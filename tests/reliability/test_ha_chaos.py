@@ -77,9 +77,27 @@ class Chaos:
     async def answered_after(self, kind: str, at: float) -> None:
         deadline = at + ANSWER_TIMEOUT_S
         while (found := first_applied_after(self.tables, at)) is None:
-            assert time.monotonic() < deadline, f"{kind}: nothing answered for 120 s"
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{kind}: nothing answered for 120 s\n{self.state()}")
             await asyncio.sleep(0.05)
         self.times[kind].append(found - at)
+
+    def state(self) -> str:
+        """What the rig looks like now (for a failure's message): the database members, the
+        controllers' roles and log tails, where the tables are and what they wait for."""
+        db = self.link.db
+        lines = [f"faults so far: { {k: len(v) for k, v in self.times.items()} }"]
+        lines.append(f"database members: {db.members()}")
+        for c in self.link.controllers:
+            lines.append(f"--- {c.holder}: role {c.role()}, running {c.running()}")
+            lines.append(c.child.tail(2000))
+        for t in self.tables:
+            lines.append(
+                f"{t.id}: broker {t.broker}, seq {t.sim.seq}, outbox {sorted(t.sim.outbox)[:5]}"
+            )
+        for node in db.nodes:
+            lines.append(f"--- {node.name}\n{node.child.tail(1500)}")
+        return "\n".join(lines)
 
     async def primary_kill(self) -> None:
         db = self.link.db
