@@ -86,7 +86,9 @@ class Chaos:
         """What the rig looks like now (for a failure's message): the database members, the
         controllers' roles and log tails, where the tables are and what they wait for."""
         db = self.link.db
-        lines = [f"faults so far: { {k: len(v) for k, v in self.times.items()} }"]
+        lines = [
+            f"faults recovered from, s: { {k: [round(x, 1) for x in v] for k, v in self.times.items()} }"
+        ]
         lines.append(f"database members: {db.members()}")
         for c in self.link.controllers:
             lines.append(f"--- {c.holder}: role {c.role()}, running {c.running()}")
