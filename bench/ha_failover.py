@@ -43,9 +43,16 @@ AT = "2026-11-23T17:00:00Z"
 
 def _rows(store: PostgresStore, seq: int) -> plan.Plan:
     records = [
-        Record("link_applied", {"n": seq}, AT, "t1", None, 0, "engine", f"t1:{seq}", None,
-               (Posting("linked_wagers:pmg", -7), Posting("meter:pmg", 7)))
-    ]  # fmt: skip
+        Record(
+            kind="link_applied",
+            detail={"n": seq},
+            at=AT,
+            actor="t1",
+            category="engine",
+            idempotency_key=f"t1:{seq}",
+            postings=(Posting("linked_wagers:pmg", -7), Posting("meter:pmg", 7)),
+        )
+    ]
     last, digest = store.last()
     head = plan.Head(last, digest, store.balances())
     return plan.plan(records, head, {}, table_id="link-a", snapshot_every=2**62)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import signal
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -44,11 +43,11 @@ from progressived.link.runtime.mqtt_adapter import LinkMqtt
 from progressived.link.runtime.ratelimit import RateLimitedLog
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import ControlServer, Peer
+from progressived.runtime.lifecycle import Lifecycle
 from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived.link")
 T = TypeVar("T")
-INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
 
 
 class LinkController:
@@ -87,10 +86,10 @@ class LinkController:
         self.heard: dict[str, float] = {}
         self.refusal_log = RateLimitedLog()
         self._shown: dict[str, tuple[int, int, object]] = {}
-        self.stop_requested = asyncio.Event()
         self.lost = asyncio.Event()  # this term's lease is lost: stand down
-        self.exit_status = 0
-        self._interrupted = False
+        # a task ending once the lease is lost is the stand-down, not a crash (each term
+        # has a new ``lost``: read it when a task ends)
+        self.lifecycle = Lifecycle(log, "core task ended: stopping", quiet=self._lease_lost)
         self.loop_beat = time.monotonic()
         self.lease_unrenewed = False
         self.unreachable_logged = False
@@ -257,18 +256,17 @@ class LinkController:
             self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
 
+    def _lease_lost(self) -> bool:
+        return self.lost.is_set()
+
+    @property
+    def stop_requested(self) -> asyncio.Event:
+        """Set by a signal, :meth:`request_stop`, a fenced stop or a core task ending."""
+        return self.lifecycle.stop
+
     def request_stop(self, interrupted: bool = False) -> None:
         """Stop (SIGTERM); ``interrupted``: a Ctrl-C, whose exit status is 130."""
-        self._interrupted = self._interrupted or interrupted
-        self.stop_requested.set()
-
-    def _task_ended(self, task: asyncio.Task[Any]) -> None:
-        """Crash-only: a core task that ends on its own stops the controller (status 1)."""
-        if task.cancelled() or self.stop_requested.is_set() or self.lost.is_set():
-            return
-        log.error("core task ended: stopping", task=task.get_name(), error=repr(task.exception()))
-        self.exit_status = 1
-        self.stop_requested.set()
+        self.lifecycle.request_stop(interrupted)
 
     async def run(self, *, install_signals: bool = True) -> int:
         """Run until SIGTERM (status 0) or SIGINT (130). The control socket is claimed
@@ -277,8 +275,7 @@ class LinkController:
         (:class:`~progressived.runtime.listen.ListenError`)."""
         loop = asyncio.get_running_loop()
         if install_signals:
-            loop.add_signal_handler(signal.SIGTERM, self.request_stop)
-            loop.add_signal_handler(signal.SIGINT, self.request_stop, True)
+            self.lifecycle.install_signals(loop)
         control = ControlServer(
             self.config.control.socket, self.config.control.group, self._control
         )
@@ -300,9 +297,7 @@ class LinkController:
                     await self.db(self.journal.close)
                 self.journal = None
             self._executor.shutdown(wait=True)
-        if self._interrupted and self.exit_status == 0:
-            return INTERRUPTED
-        return self.exit_status
+        return self.lifecycle.status()
 
     async def _serve(self) -> None:
         """One term as the active controller: until asked to stop or the lease is lost."""
@@ -314,8 +309,7 @@ class LinkController:
             loop.create_task(self._beat(), name="heartbeat"),
             loop.create_task(standby.hold_lease(self), name="lease"),
         ]
-        for task in tasks:
-            task.add_done_callback(self._task_ended)
+        self.lifecycle.watch(*tasks)
         j = self.ledger
         log.info(
             "running",
@@ -334,6 +328,7 @@ class LinkController:
         await self.shutdown(tasks, drain=not self.lost.is_set())
         if standing_down:
             self.heard.clear()
+            self.ledger_error = None  # a standby's ledger is the database's reachability
             log.info("standby: this controller no longer serves the link")
 
     async def shutdown(self, tasks: list[asyncio.Task[Any]], *, drain: bool = True) -> None:

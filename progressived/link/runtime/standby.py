@@ -40,11 +40,9 @@ def lose(c: LinkController, why: str) -> None:
     c.leadership.stood_down()
     then = "standing by" if c.standby else "stopping"
     log.error(f"link ledger lease lost: {then}", why=why)
-    c.ledger_error = why
     c.lost.set()
     if not c.standby:
-        c.exit_status = FENCED_EXIT
-        c.stop_requested.set()
+        c.lifecycle.fail(FENCED_EXIT)
 
 
 async def hold_lease(c: LinkController) -> None:
@@ -89,20 +87,21 @@ async def take_lease(c: LinkController, *, first: bool = False) -> float:
         if (exc.holder, exc.token) != (c.leadership.holder, c.leadership.token):
             log.info("standby: the link is served by another controller", lease=str(exc))
         c.leadership.waiting(exc)
-        c.unreachable_logged = False
+        c.unreachable_logged, c.ledger_error = False, None
         return c.leadership.poll_s(exc)
     except LedgerUnavailable as exc:
         if first or not c.standby:
             raise
         if not c.unreachable_logged:
             log.warning("standby: the link ledger cannot be reached", error=str(exc))
-        c.unreachable_logged = True
+        c.unreachable_logged, c.ledger_error = True, str(exc)
         c.leadership.waiting(None)
         return c.leadership.poll_s(None)
     c.journal = journal
     c.leadership.activated(lease_of(journal), started)
     c.lost = asyncio.Event()
     c.ledger_error = None
+    c.unreachable_logged = c.lease_unrenewed = False  # a later outage is news again
     recovery = getattr(journal, "recovery", None)
     log.info(
         "active: this controller serves the link",
