@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="N >= 2: a linked meter across N tables, with the link controller (docs/link.md)",
     )
+    demo.add_argument(
+        "--ha",
+        action="store_true",
+        help="with --tables N: the whole HA link (3 etcd, 3 Patroni/PostgreSQL, 2 brokers, "
+        "2 link controllers) and its faults mid-play (docs/ha.md)",
+    )
     demo.add_argument("--workdir", type=Path, help="where the demo keeps its ledger and config")
     demo.add_argument(
         "--keep", action="store_true", help="keep the temporary directory (--workdir is kept)"

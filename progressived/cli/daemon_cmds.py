@@ -194,11 +194,20 @@ def dispatch(args: argparse.Namespace) -> int:
             why = "--tables wants N >= 2 (1 is the single table)"
             print(f"progressived demo: {why}", file=sys.stderr)
             return Exit.USAGE
+        if args.ha:
+            from progressived.demo.ha_script import run_ha_demo  # noqa: PLC0415 - the demo's imports
+
+            return run_ha_demo(
+                tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
+            )
         from progressived.demo.link_script import run_link_demo  # noqa: PLC0415 - the demo's imports
 
         return run_link_demo(
             tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
         )
+    if args.command == "demo" and args.ha:
+        print("progressived demo: --ha wants --tables N (N >= 2)", file=sys.stderr)
+        return Exit.USAGE
     if args.command == "demo":
         from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
 

@@ -182,19 +182,19 @@ async def watch(port: int, floor: Floor) -> None:
                 continue
             topic = str(message.topic)
             if "/link/" in topic:
-                _meter(floor, data)
+                show_meter(floor, data)
             else:
                 table = topic.split("/")[2]
                 seen = floor.events.setdefault(table, [])
                 if any(e.get("seq") == data.get("seq") for e in seen[-50:]):
                     continue  # a repeat after a reconnect
                 seen.append(data)
-                said = _narrate(table, data)
+                said = narrate_event(table, data)
                 if said:
                     floor.say(said)
 
 
-def _meter(floor: Floor, data: dict[str, Any]) -> None:
+def show_meter(floor: Floor, data: dict[str, Any]) -> None:
     old = floor.meter
     key = (data.get("epoch", 0), data.get("lseq", 0))
     if old and (old.get("epoch", 0), old.get("lseq", 0)) >= key:
@@ -221,7 +221,7 @@ _SAID = {
 }
 
 
-def _narrate(table: str, event: dict[str, Any]) -> str | None:
+def narrate_event(table: str, event: dict[str, Any]) -> str | None:
     text = _SAID.get(str(event.get("kind")))
     if text is None:
         return None
