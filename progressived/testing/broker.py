@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -22,6 +23,11 @@ MOSQUITTO_PATHS = (
     "/usr/local/sbin/mosquitto",
     "/opt/homebrew/sbin/mosquitto",
 )
+
+
+PORT_ATTEMPTS = 5
+START_TIMEOUT_S = 10.0
+RUNNING = re.compile(r"mosquitto version \S+ running")
 
 
 class BrokerUnavailable(RuntimeError):
@@ -65,8 +71,14 @@ class Mosquitto:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mosquitto-")))
     extra_config: str = ""
     persistence: bool = False  # keep sessions and queued QoS 1 messages across a restart
+    _port_chosen: bool = False  # started once: a restart keeps its port
+    _log_from: int = 0
 
     def start(self) -> Mosquitto:
+        """Start the broker and return once *this* process listens: its log says it is
+        running. A port taken meanwhile (another test's broker, another program) makes
+        Mosquitto exit at once; a free port chosen here is then chosen again, since merely
+        connecting to the port would reach whoever else listens there."""
         binary = self.binary or find_mosquitto()
         if binary is None:
             raise BrokerUnavailable(
@@ -75,18 +87,54 @@ class Mosquitto:
         self.binary = binary
         # Started as root, Mosquitto drops to its own user: let it write its log and store.
         self.workdir.chmod(0o777)
+        for attempt in range(PORT_ATTEMPTS):
+            if self._launch(binary):
+                self._port_chosen = True
+                return self
+            if self._port_chosen or attempt == PORT_ATTEMPTS - 1:
+                break
+            self.port = free_port()
+        raise BrokerUnavailable(
+            f"Mosquitto could not listen on {self.host}:{self.port}: "
+            f"{self._log_tail().strip() or 'no log'}"
+        )
+
+    def _launch(self, binary: str) -> bool:
+        """One start on ``self.port``: true once its log says it runs, false if it exited."""
         conf = self.workdir / "mosquitto.conf"
+        log = self.workdir / "mosquitto.log"
         conf.write_text(
             f"listener {self.port} {self.host}\nallow_anonymous true\nset_tcp_nodelay true\n"
             f"persistence {'true' if self.persistence else 'false'}\n"
             f"persistence_location {self.workdir}/\n"
-            f"log_dest file {self.workdir / 'mosquitto.log'}\n{self.extra_config}"
+            f"log_dest file {log}\n{self.extra_config}"
         )
-        self.proc = subprocess.Popen(
+        self._log_from = log.stat().st_size if log.exists() else 0
+        proc = subprocess.Popen(
             [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        wait_for_port(self.host, self.port)
-        return self
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            if RUNNING.search(self._log_tail()):
+                self.proc = proc
+                wait_for_port(self.host, self.port)
+                return True
+            time.sleep(0.01)
+        proc.kill()
+        proc.wait(timeout=10)
+        raise BrokerUnavailable(f"Mosquitto did not start within {START_TIMEOUT_S} s")
+
+    def _log_tail(self) -> str:
+        """What this start wrote to the log (it is appended to across restarts)."""
+        log = self.workdir / "mosquitto.log"
+        try:
+            with log.open("rb") as f:
+                f.seek(self._log_from)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -97,7 +145,7 @@ class Mosquitto:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
+                self.proc.wait(timeout=10)
         self.proc = None
 
     def freeze(self) -> None:
