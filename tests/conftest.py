@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,50 @@ def postgres_url(postgres_server: object) -> str:
 
     assert isinstance(postgres_server, Server)
     return postgres_server.database()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Orphaned descendants come back to this process (tests/processes.py), so that the
+    leftover check sees a daemon even after its parent exited."""
+    from tests.processes import become_subreaper
+
+    become_subreaper()
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Fails the test if a process it started still runs after its teardown (killed then).
+
+    Autouse and function-scoped, it is set up before the test's other function fixtures and
+    torn down after them: what a fixture stops in its teardown is stopped by then. Processes
+    of wider-scoped fixtures (the session's PostgreSQL) exist before and are not counted."""
+    from tests.processes import descendants, leftovers
+
+    before = set(descendants())
+    yield
+    left = leftovers(before)
+    if left:
+        pytest.fail("processes left running by this test (killed):\n" + "\n".join(left))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A process that outlived every fixture (a module- or session-scoped one that did not
+    stop it) fails the run."""
+    from tests.processes import leftovers
+
+    left = leftovers(())
+    if left:
+        session.config.stash[LEFTOVERS] = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    left = terminalreporter.config.stash.get(LEFTOVERS, [])
+    if left:
+        terminalreporter.write_line(
+            "processes left running at the end of the session (killed):\n" + "\n".join(left),
+            red=True,
+        )
+
+
+LEFTOVERS = pytest.StashKey[list[str]]()

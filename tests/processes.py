@@ -1,0 +1,83 @@
+"""Every process a test starts ends with it: the check behind conftest's ``no_leftovers``.
+
+The test process makes itself a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a
+grandchild whose parent exits (a daemon that forked, a browser's helpers, ``pg_ctl``'s
+server) is then re-parented to it rather than to init, so it stays visible as a descendant
+and a test cannot lose one by exiting its parent first. After each test, a descendant that
+did not exist before it and still runs (after a bounded grace for ones already stopping)
+is killed and fails the test, named with its command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Iterable
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+GRACE_S = 5.0  # a process signalled at the end of a test may take this long to exit
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux only); whether it worked."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(reap_new: Iterable[int] | None = None) -> dict[int, psutil.Process]:
+    """This process's descendants that still run. Zombies are not counted; those not in
+    ``reap_new`` (the pids before a test) are reaped: exited, and nobody left to wait."""
+    known = None if reap_new is None else set(reap_new)
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                if known is not None and proc.pid not in known:
+                    reap(proc.pid)
+                continue
+        except psutil.NoSuchProcess:
+            continue
+        found[proc.pid] = proc
+    return found
+
+
+def reap(pid: int) -> None:
+    """Collect an exited child's status; nothing if it is someone else's to collect."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def describe(proc: psutil.Process) -> str:
+    try:
+        return f"pid {proc.pid}: {' '.join(proc.cmdline())[:200] or proc.name()}"
+    except psutil.Error:
+        return f"pid {proc.pid}: (gone)"
+
+
+def leftovers(before: Iterable[int]) -> list[str]:
+    """The descendants started since ``before`` that still run after the grace: each is
+    killed (SIGKILL, its group spared: only what this process started) and described."""
+    known = set(before)
+    new = [p for pid, p in descendants(known).items() if pid not in known]
+    if not new:
+        return []
+    _, alive = psutil.wait_procs(new, timeout=GRACE_S)
+    found = []
+    for proc in alive:
+        found.append(describe(proc))
+        try:
+            proc.kill()
+            proc.wait(timeout=GRACE_S)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            found[-1] += " (survived SIGKILL)"
+        reap(proc.pid)
+    return found
