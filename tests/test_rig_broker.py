@@ -11,8 +11,8 @@ from progressived.testing.broker import BrokerUnavailable, Mosquitto
 
 def test_a_taken_port_is_chosen_again_not_shared() -> None:
     """Under parallel tests a free port can be taken between choosing and binding; merely
-    connecting would then reach the other test's broker. The rig waits for its own
-    Mosquitto's "running" line and otherwise starts it again on another port."""
+    connecting would then reach the other test's broker. The rig waits until its own
+    Mosquitto holds the listening socket and otherwise starts it again on another port."""
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen()

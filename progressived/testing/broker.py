@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,7 +26,7 @@ MOSQUITTO_PATHS = (
 
 PORT_ATTEMPTS = 5
 START_TIMEOUT_S = 10.0
-RUNNING = re.compile(r"mosquitto version \S+ running")
+TCP_LISTEN = "0A"  # /proc/net/tcp's state of a listening socket
 
 
 class BrokerUnavailable(RuntimeError):
@@ -60,6 +59,34 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     raise BrokerUnavailable(f"broker did not listen on {host}:{port} within {timeout}s")
 
 
+def listens(pid: int, host: str, port: int) -> bool:
+    """Whether process ``pid`` itself holds the listening TCP socket on ``host:port``.
+
+    On Linux, read from /proc (the socket's inode among the process's descriptors); a
+    connection would not tell, since it reaches whoever listens there. Elsewhere, whether
+    the port accepts a connection."""
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
+            return True
+        return False
+    wanted = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
+    inodes = set()
+    for line in table.read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == wanted and fields[3] == TCP_LISTEN:
+            inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return False
+    fds = Path(f"/proc/{pid}/fd")
+    with contextlib.suppress(OSError):
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) in inodes:
+                    return True
+    return False
+
+
 @dataclass
 class Mosquitto:
     """A Mosquitto process on 127.0.0.1:``port``; restartable on the same port."""
@@ -75,8 +102,8 @@ class Mosquitto:
     _log_from: int = 0
 
     def start(self) -> Mosquitto:
-        """Start the broker and return once *this* process listens: its log says it is
-        running. A port taken meanwhile (another test's broker, another program) makes
+        """Start the broker and return once *this* process listens (:func:`listens`). A
+        port taken meanwhile (another test's broker, another program) makes
         Mosquitto exit at once; a free port chosen here is then chosen again, since merely
         connecting to the port would reach whoever else listens there."""
         binary = self.binary or find_mosquitto()
@@ -100,7 +127,7 @@ class Mosquitto:
         )
 
     def _launch(self, binary: str) -> bool:
-        """One start on ``self.port``: true once its log says it runs, false if it exited."""
+        """One start on ``self.port``: true once it listens, false if it exited."""
         conf = self.workdir / "mosquitto.conf"
         log = self.workdir / "mosquitto.log"
         conf.write_text(
@@ -117,9 +144,8 @@ class Mosquitto:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 return False
-            if RUNNING.search(self._log_tail()):
+            if listens(proc.pid, self.host, self.port):
                 self.proc = proc
-                wait_for_port(self.host, self.port)
                 return True
             time.sleep(0.01)
         proc.kill()
