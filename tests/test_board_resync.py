@@ -20,7 +20,8 @@ from progressived_drivers.wire_log import WireErrorLog, hex_sample
 from structlog.testing import capture_logs
 
 from progressived.board.lights import Light
-from tests.test_serial_driver import HB, Rig, make_rig, until
+from progressived.testing.waits import until
+from tests.test_serial_driver import HB, Rig, make_rig
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from progressived_drivers.serial_board import BoardSettings, SerialBoardDriver
 from structlog.testing import capture_logs
 
 from progressived.board.lights import Light
-from tests.test_serial_driver import HB, Rig, make_rig, until
+from progressived.testing.waits import until
+from tests.test_serial_driver import HB, Rig, make_rig
 
 # the daemon lights every seat of a 7-seat table
 TABLE = dict.fromkeys(range(1, 8), Light.IDLE)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from progressived.demo.console import daemon_problem, narrate
 from progressived.signs.screen import HOME_CLEAR
+from progressived.testing.waits import until_sync
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
@@ -106,9 +107,14 @@ def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
     def seen() -> str:
         return b"".join(chunks).decode(errors="replace")
 
-    deadline = time.monotonic() + 120
-    while "type board commands" not in seen() and time.monotonic() < deadline:
-        time.sleep(0.2)
+
+    def prompted() -> bool:
+        if "type board commands" in seen():
+            return True
+        assert proc.poll() is None, f"the demo exited {proc.returncode}: {seen()[-3000:]}"
+        return False
+
+    until_sync(prompted, "the demo's prompt", 120)
     os.write(master, b"bet 9\n")
     time.sleep(1.5)
     os.write(master, b"\x04")  # Ctrl-D: end of input

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 from progressived.demo.link import DemoTable, Process
 from progressived.demo.link_console import Console
 from progressived.testing.board import simulator
+from progressived.testing.waits import WaitTimeout, until_sync
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 UNITS_PER_CENT = 10_000
@@ -107,15 +107,16 @@ class Terminal:
 
     def wait_for(self, pattern: str, after: int = 0, timeout: float = 180) -> re.Match[str]:
         """The first match of ``pattern`` in what was shown after offset ``after``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = re.search(pattern, self.seen()[after:])
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no {pattern!r} on the terminal: {self.seen()[-3000:]}")
+
+        def found() -> re.Match[str] | None:
+            match = re.search(pattern, self.seen()[after:])
+            assert match or self.proc.poll() is None, f"exited: {self.seen()[-3000:]}"
+            return match
+
+        try:
+            return until_sync(found, repr(pattern), timeout, every=0.1)
+        except WaitTimeout:
+            raise AssertionError(f"no {pattern!r} on the terminal: {self.seen()[-3000:]}") from None
 
     def type(self, text: str) -> int:
         """Type ``text``; returns the output offset before it, to look for its answer."""

@@ -172,7 +172,11 @@ async def test_junk_does_not_end_the_terminal_sign(mosquitto: Mosquitto) -> None
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
-        await proc.wait()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await asyncio.wait_for(proc.wait(), 30)
     rest = (await proc.stderr.read()).decode()
     assert "ignored a malformed message" not in rest  # one line in 10 s, however many
     assert "Traceback" not in rest

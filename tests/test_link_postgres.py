@@ -23,8 +23,9 @@ import pytest
 from progressived.link.store.ledger import LinkLedger
 from progressived.testing.config import render_toml
 from progressived.testing.postgres import BIN, Server
+from progressived.testing.waits import until
 from tests import link_rig
-from tests.link_harness import TableClient, until
+from tests.link_harness import TableClient
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import Link, contribution, result_for
 
@@ -213,20 +214,20 @@ async def test_the_controller_serves_tables_from_a_database_and_survives_sigkill
 ) -> None:
     link, broker = floor
     async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
-        await until(lambda: bool(t1.of_type("heartbeat")), 20)
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=20)
         await t1.send(contribution(1))
         assert (await result_for(t1, 1)).status == "applied"
         link.stop(signal.SIGKILL)  # its lease is still valid: the restart takes it back
         beats = len(t1.of_type("heartbeat"))
         link.start()
-        await until(lambda: len(t1.of_type("heartbeat")) > beats, 30)  # the new process
+        await until(lambda: len(t1.of_type("heartbeat")) > beats, timeout=30)  # the new process
         for seq in range(2, 11):
             await t1.send(contribution(seq))
         await until(
             lambda: (
                 {r.seq for r in t1.of_type("result") if r.status == "applied"} >= set(range(1, 11))
             ),
-            30,
+            timeout=30,
         )
     assert link.stop() == 0
     with psycopg.connect(postgres_url) as conn:

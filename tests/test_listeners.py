@@ -27,6 +27,7 @@ from progressived.demo import table as demo
 from progressived.runtime.control import ControlServer, Peer, request
 from progressived.runtime.listen import ListenError
 from progressived.testing.broker import free_port
+from progressived.testing.waits import until_sync
 from tests.test_cli_faults import CTL, DAEMON, config, one_line, run
 from tests.test_start_checks import init, link_config
 
@@ -152,11 +153,14 @@ class Daemon:
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
         """Until ``text`` is in the log (the daemon logged it); fails if it exits first."""
-        deadline = time.monotonic() + timeout
-        while text not in self.log.read_text(errors="replace"):
+
+        def logged() -> bool:
+            if text in self.log.read_text(errors="replace"):
+                return True
             assert self.proc.poll() is None, self.log.read_text(errors="replace")
-            assert time.monotonic() < deadline, f"no {text!r} in {self.log}"
-            time.sleep(0.05)
+            return False
+
+        until_sync(logged, f"{text!r} in {self.log}", timeout)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.proc.send_signal(sig)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aiomqtt
@@ -17,6 +17,7 @@ from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
 from progressived.mqtt.session import MqttSession
 from progressived.testing.broker import Mosquitto
+from progressived.testing.waits import until
 
 
 class MemoryOutbox:
@@ -277,11 +278,6 @@ async def test_status_carries_the_head_and_is_refreshed_when_it_moves(
     await asyncio.sleep(0.3)
     publisher = sign_publisher(settings(mosquitto), topics, MemoryOutbox(), head=source)
     runner = asyncio.create_task(publisher.session.run())
-
-    async def until(predicate: Callable[[], bool]) -> None:
-        async with asyncio.timeout(10):
-            while not predicate():
-                await asyncio.sleep(0.05)
 
     await until(lambda: len(seen) >= 1)
     assert (seen[0]["status"], seen[0]["head_seq"], seen[0]["head_hash"]) == ("online", 7, "a" * 64)

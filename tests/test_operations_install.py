@@ -31,7 +31,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ import pytest
 from packaging.markers import Marker
 
 from progressived.cli.extras import INSTALL_WEB
+from progressived.testing.waits import until_sync
 from tests.conftest import ROOT
 from tests.doc_broker import doc_block
 from tests.install_root import InstallRoot, Ran, install_root
@@ -189,15 +189,16 @@ def start_mosquitto_as_debian_does(root: InstallRoot, out: Path) -> str:
 
 def wait_for(path: Path, text: str, proc: subprocess.Popen[str], timeout: float = 60) -> str:
     """``path``'s content once it holds ``text``; fails if ``proc`` ends first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def holding() -> str | None:
         content = path.read_text(errors="replace") if path.exists() else ""
         if text in content:
             return content
         if proc.poll() is not None:
             raise AssertionError(f"exited {proc.returncode} before {text!r}: {content}")
-        time.sleep(0.1)
-    raise AssertionError(f"no {text!r} in {path} after {timeout} s: {content}")
+        return None
+
+    return until_sync(holding, f"{text!r} in {path}", timeout, every=0.1)
 
 
 def mode_owner(root: InstallRoot, inside: str) -> tuple[str, str, str]:
@@ -404,10 +405,7 @@ def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_c
     finally:
         for proc in procs.values():
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on the terminal running the block
-    deadline = time.monotonic() + 60
-    while _daemons(root) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _daemons(root), "Ctrl-C did not stop the daemons"
+    until_sync(lambda: not _daemons(root), "Ctrl-C to stop the daemons", 60, every=0.1)
     for name, log in logs.items():
         assert "Traceback" not in log.read_text(), f"{name}: {log.read_text()}"
 

@@ -13,7 +13,7 @@ import os
 import random
 import tty
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from progressived_drivers.serial_board import (
 
 from progressived.board.lights import Light
 from progressived.config.table import ConfigError
+from progressived.testing.waits import until
 
 HB = 0.05
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")
@@ -77,15 +78,6 @@ class Rig:
         sensors = await self.expect(SensorsReported)
         assert isinstance(sensors, SensorsReported)
         assert sensors.present == frozenset(self.sim.present)
-
-
-async def until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():
-        if loop.time() > end:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 def bad(drv: SerialBoardDriver) -> int:

@@ -36,6 +36,7 @@ from progressived.testing.board import BoardFactory, PtyBoard
 from progressived.testing.broker import Mosquitto
 from progressived.testing.config import RigConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
+from progressived.testing.waits import until
 
 # How the rig and the demo run the two commands: this interpreter, this installation.
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
@@ -174,14 +175,15 @@ class Table:
     async def online(self, count: int = 1, timeout: float = 30.0) -> None:
         """Until the sign has seen ``count`` board_online events; fails at once if the
         daemon exits meanwhile."""
-        try:
-            async with asyncio.timeout(timeout):
-                while len(self.sub.events("board_online")) < count:
-                    if self.proc is not None and self.proc.poll() is not None:
-                        raise RuntimeError(f"the daemon exited:\n{self.log_text()[-2000:]}")
-                    await asyncio.sleep(0.02)
-        except TimeoutError:
-            raise TimeoutError(f"timed out after {timeout} s waiting for board_online") from None
+
+        def seen() -> bool:
+            if len(self.sub.events("board_online")) >= count:
+                return True
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"the daemon exited:\n{self.log_text()[-2000:]}")
+            return False
+
+        await until(seen, f"{count} x board_online", timeout)
 
 
 @contextlib.asynccontextmanager
