@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from progressived.testing.board import simulator_factory
 from progressived.testing.rig import table
 from tests.daemon_harness import harness_config
 from tests.mqtt_schemas import problems
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 async def test_a_five_seat_board_on_a_seven_seat_table_is_refused(tmp_path: Path) -> None:

@@ -294,6 +294,7 @@ def test_par_into_a_closed_pipe_and_into_head() -> None:
     assert shell.returncode in (0, 141)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("after", [0.3, 1.5, 3.0])  # loading, starting the parts, playing
 def test_ctrl_c_in_the_demos_first_seconds(tmp_path: Path, after: float) -> None:
     proc = subprocess.Popen(

@@ -41,6 +41,8 @@ from progressived.testing.waits import until
 from tests.daemon_harness import TABLE, harness_config
 from tests.mqtt_schemas import problems
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 STATUS = f"progressive/table/{TABLE}/status"
 METER = f"progressive/table/{TABLE}/meter/main"
 KEEPALIVE_S = 5  # the harness's [mqtt] keepalive_s

@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from progressived.demo.console import daemon_problem, narrate
 from progressived.signs.screen import HOME_CLEAR
 from progressived.testing.waits import until_sync
@@ -21,6 +23,7 @@ DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
+@pytest.mark.e2e
 def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
     proc = subprocess.run(
         [*DEMO, "--headless", "--rounds", "3", "--workdir", str(tmp_path)],
@@ -59,6 +62,7 @@ def _removed_dir(out: str) -> Path:
     return Path(found.group(1))
 
 
+@pytest.mark.e2e
 def test_typed_commands_show_their_answers_and_errors(tmp_path: Path) -> None:
     typed = "status\nbet 9\nfrobnicate\nbet 3\nkey LOCK\nkey H1\n"
     proc = subprocess.run(
@@ -84,6 +88,7 @@ def test_typed_commands_show_their_answers_and_errors(tmp_path: Path) -> None:
     assert f"control     {work / 'control.sock'}" in out
 
 
+@pytest.mark.e2e
 def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
     master, slave = pty.openpty()
     env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100", "LINES": "30"}
@@ -157,6 +162,7 @@ def test_daemon_warnings_reach_the_screen_and_info_does_not() -> None:
     assert daemon_problem("not json at all") is None
 
 
+@pytest.mark.e2e
 def test_sigterm_stops_the_demo_cleanly_and_says_its_files_are_removed(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         DEMO,

@@ -31,6 +31,7 @@ DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 UNITS_PER_CENT = 10_000
 
 
+@pytest.mark.e2e
 def test_linked_demo_plays_and_reconciles_with_no_difference(tmp_path: Path) -> None:
     proc = subprocess.run(
         [*DEMO, "--tables", "3", "--headless", "--workdir", str(tmp_path)],
@@ -66,6 +67,7 @@ def test_linked_demo_plays_and_reconciles_with_no_difference(tmp_path: Path) -> 
     assert confirmed == paid > 2_000 * 100 * UNITS_PER_CENT
 
 
+@pytest.mark.e2e
 def test_tables_wants_two_or_more() -> None:
     proc = subprocess.run([*DEMO, "--tables", "0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
@@ -182,6 +184,7 @@ def _status(socket: str) -> dict[str, object]:
     return status
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(420)
 def test_on_a_terminal_it_shows_where_everything_is_takes_typed_commands_and_ctrl_c_stops_it() -> (
     None

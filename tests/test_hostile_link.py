@@ -127,6 +127,7 @@ def unreadable_metrics(port: int) -> dict[str, float]:
     return out
 
 
+@pytest.mark.e2e
 async def test_junk_on_the_links_topics_leaves_a_table_playing(tmp_path: Path) -> None:
     port = free_port()
     async with linked(tmp_path, metrics_port=port) as (t, link):

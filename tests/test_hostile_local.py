@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.engine.simulate import MAX_LINE
 from progressived.runtime.control import MAX_REQUEST
@@ -53,6 +54,7 @@ def ctl_status(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 async def test_the_control_socket_answers_junk_with_a_code_and_the_daemon_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -204,6 +206,7 @@ async def wait_shown(sign: WebSign, cents: int) -> None:
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.e2e
 async def test_junk_does_not_end_the_web_sign(mosquitto: Mosquitto, tmp_path: Path) -> None:
     sign = await WebSign(mosquitto.port, tmp_path).start()
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.ledger.verify import verify
 from progressived.link.core.messages import Head, Result, encode
@@ -43,6 +44,8 @@ from tests.test_link_table_daemon import (
     status,
     table_problems,
 )
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 REFUSED = "link refused: unknown-meter"
 

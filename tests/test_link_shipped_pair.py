@@ -181,6 +181,7 @@ def test_check_config_refuses_a_broken_pair_naming_the_key(
     assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.e2e
 async def test_the_shipped_pair_plays_together(tmp_path: Path) -> None:
     async with floor(tmp_path) as (t, link_db):
         assert main(["check-config", str(t.config), "--link", str(tmp_path / "link.toml")]) == 0
@@ -221,6 +222,7 @@ async def test_the_shipped_pair_plays_together(tmp_path: Path) -> None:
     assert ctl_main([*args, "--json"]) == 0
 
 
+@pytest.mark.e2e
 async def test_a_table_the_link_does_not_list_is_told_and_closes_its_linked_meter(
     tmp_path: Path,
 ) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from progressived.link.core.messages import Head, Result, decode_table, encode
@@ -36,6 +37,8 @@ from progressived.testing.rig import table as rig_table
 from progressived.testing.waits import until
 from tests.daemon_harness import TABLE
 from tests.mqtt_schemas import problems
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def linked_config(metrics_port: int = 0) -> RigConfig:

@@ -245,6 +245,7 @@ def test_a_stopping_daemon_leaves_the_socket_another_one_made(tmp_path: Path) ->
 # ------------------------------------------------------------ the demo
 
 
+@pytest.mark.e2e
 def test_the_demo_ends_with_the_daemons_line_when_it_cannot_listen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -266,6 +267,7 @@ def test_the_demo_ends_with_the_daemons_line_when_it_cannot_listen(
     assert took < 25, took
 
 
+@pytest.mark.e2e
 def test_the_demo_says_when_its_web_sign_cannot_listen_and_plays_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

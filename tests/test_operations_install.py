@@ -221,6 +221,7 @@ def _member(root: InstallRoot, group: str) -> list[str]:
     return []
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_table_install_runs_verbatim_and_makes_what_the_daemon_needs(
     installed: Installed,
@@ -260,6 +261,7 @@ def _said(ran: Ran) -> list[str]:
     return [line for line in ran.output.splitlines() if not line.startswith("+ ")]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_table_install_has_exactly_the_pinned_libraries_and_no_web_extra(
     installed: Installed,
@@ -287,6 +289,7 @@ def test_the_table_install_has_exactly_the_pinned_libraries_and_no_web_extra(
     ]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_link_install_runs_verbatim_and_its_state_directory_comes_first(
     installed: Installed,
@@ -309,6 +312,7 @@ def test_the_link_install_runs_verbatim_and_its_state_directory_comes_first(
     assert "/etc/progressived/link.toml: ok (link link-a, ledger head" in ran.output
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_every_unit_in_systemd_is_installed_by_a_block_and_verifies(installed: Installed) -> None:
     root = installed.root
@@ -325,6 +329,7 @@ def test_every_unit_in_systemd_is_installed_by_a_block_and_verifies(installed: I
     assert mode_owner(root, rules) == ("0o644", "root", "root")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Installed) -> None:
     root = installed.root
@@ -346,6 +351,7 @@ def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Inst
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_mosquitto_starts_with_what_the_broker_block_installed(installed: Installed) -> None:
     root, ran = installed.root, installed.ran["broker"]
@@ -370,6 +376,7 @@ def test_mosquitto_starts_with_what_the_broker_block_installed(installed: Instal
     assert warnings == expected, log
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_ctrl_c(
     installed: Installed, tmp_path: Path

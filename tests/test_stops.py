@@ -24,6 +24,8 @@ from tests.test_cli_faults import DAEMON, config, one_line
 from tests.test_docs_faults import documented_health_line
 from tests.test_start_checks import init, link_config
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 
 def records(text: str) -> list[dict[str, Any]]:
     """The JSON log lines (journald's ``<N>`` prefix dropped)."""

@@ -18,8 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.daemon_harness import TABLE, table
 from tests.websign_harness import WebSign, browsers, screenshots, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 

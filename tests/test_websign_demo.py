@@ -13,7 +13,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from progressived.testing.waits import until_sync
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto
 from tests.websign_feed import TableFeed
@@ -30,6 +31,8 @@ from tests.websign_harness import (
     stream_until,
     until_shown,
 )
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 

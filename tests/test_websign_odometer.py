@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto
 from tests.websign_feed import TableFeed
 from tests.websign_harness import WebSign, browsers, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 

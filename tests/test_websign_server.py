@@ -71,6 +71,7 @@ from tests.websign_harness import browsers, sign_servers
 __all__ = ["browsers", "sign_servers"]
 
 
+@pytest.mark.e2e
 async def test_the_browser_fails_to_start(mosquitto, sign_servers, browsers, monkeypatch):
     sign = await sign_servers(mosquitto.port).start()
     Path({pidfile!r}).write_text(str(sign.proc.pid))

@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto, free_port
 from tests.websign_feed import LinkFeed, TableFeed
 from tests.websign_geometry import layout_problems, texts
 from tests.websign_harness import ROOT, WebSign, browsers, screenshots, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 
