@@ -54,7 +54,7 @@ class DatabaseRig(link_rig.Rig):
 
     def __init__(self, folder: Path, where: Path | str) -> None:
         self.params = link_rig.link_params(2)
-        self.link_path = where  # type: ignore[assignment]
+        self.link_path = where
         LinkLedger.create(where, self.params, at=link_rig.AT, software="test")
         self.link = LinkLedger.open(where, self.params, at=link_rig.AT)
         self.sites = {f"t{i}": link_rig.Site(folder, f"t{i}", self.params.link_id) for i in (1, 2)}
@@ -165,7 +165,7 @@ def test_init_and_the_faults_on_a_database(
     assert checked.returncode == 0 and "ledger head 2" in checked.stdout, checked.stderr
     with psycopg.connect(postgres_url) as conn:
         rows = conn.execute("SELECT kind FROM journal ORDER BY seq").fetchall()
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        meta: dict[str, str] = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     assert rows == [("link_created",), ("meter_opened",)]
     assert (meta["ledger_kind"], meta["link_id"]) == ("link", "link-a")
     # a database holding something else is not a ledger; one that cannot be reached is

@@ -102,7 +102,7 @@ def journal(t: Table, kind: str) -> list[dict[str, Any]]:
 
 
 def outbox_empty(t: Table) -> bool:
-    return rows(t, "SELECT count(*) FROM link_outbox")[0][0] == 0
+    return bool(rows(t, "SELECT count(*) FROM link_outbox")[0][0] == 0)
 
 
 async def supervisor(t: Table, *codes: str) -> None:

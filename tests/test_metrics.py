@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's mark
 
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        return response.read().decode()
+        return str(response.read().decode())
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

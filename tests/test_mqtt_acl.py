@@ -270,7 +270,7 @@ async def test_a_table_cannot_take_the_link_controllers_session(
     table = SimTable("tcp-07")
     async with (
         running(config) as (controller, _),
-        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,  # type: ignore[arg-type]
+        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,
     ):
         await t07.send(table.contribute(1))
         await t07.wait("result", lambda r: r.seq == 1 and r.status == "applied")

@@ -39,8 +39,8 @@ class MemoryOutbox:
         self.rows = [r for r in self.rows if r.id not in ids]
 
 
-async def collect(broker: Mosquitto, topic: str, count: int, timeout: float = 10.0) -> list[dict]:
-    out: list[dict] = []
+async def collect(broker: Mosquitto, topic: str, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     async with aiomqtt.Client(broker.host, broker.port, identifier="test-sub") as client:
         await client.subscribe(topic, qos=1)
         async with asyncio.timeout(timeout):
@@ -142,7 +142,7 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
                 break
             await asyncio.sleep(0.05)
         assert outbox.acked == [10 - 9, 11 - 9, 12 - 9]
-        got: list[dict] = []
+        got: list[dict[str, Any]] = []
         async with aiomqtt.Client(
             broker.host, broker.port, identifier="sign-1", clean_session=False
         ) as sign:
@@ -168,7 +168,7 @@ class MeterSign:
 
     def __init__(self, broker: Mosquitto, topic: str) -> None:
         self.broker, self.topic = broker, topic
-        self.got: list[tuple[float, dict]] = []
+        self.got: list[tuple[float, dict[str, Any]]] = []
         self.task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -265,7 +265,7 @@ async def test_status_carries_the_head_and_is_refreshed_when_it_moves(
     async def source() -> tuple[int, str]:
         return head[-1]
 
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
 
     async def listen() -> None:
         async with aiomqtt.Client(mosquitto.host, mosquitto.port, identifier="head-sub") as c:

@@ -188,7 +188,7 @@ async def test_a_clean_stop_sends_its_farewell_and_says_nothing(mosquitto: Mosqu
             await asyncio.wait_for(task, 10)
         async with asyncio.timeout(5):
             async for message in watcher.messages:
-                got.append(bytes(message.payload))  # type: ignore[arg-type]
+                got.append(bytes(message.payload))
                 break
     assert got == [b"offline"]
     assert session.state == "stopped"

@@ -181,7 +181,7 @@ def test_lease_acquire_renew_release_and_fencing(store: LedgerStore) -> None:
     with pytest.raises(Fenced):
         store.write(planned(store, money(2, 1)), fence=again)
     b = store.acquire("b", 60)
-    assert b.token == 3 and store.lease() is not None and store.lease().holder == "b"  # type: ignore[union-attr]
+    assert b.token == 3 and store.lease() is not None and store.lease().holder == "b"
     store.write(planned(store, money(2, 1)), fence=b)
     assert store.last()[0] == 2
 

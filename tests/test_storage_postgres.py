@@ -80,7 +80,7 @@ def test_a_write_begun_before_another_holder_acquired_is_refused(
 
         def write() -> None:
             try:
-                a_store.write(rows, fence=a)  # type: ignore[arg-type]
+                a_store.write(rows, fence=a)
             except Fenced as exc:
                 failed.append(exc)
 
@@ -155,7 +155,7 @@ def test_a_commit_lost_with_its_connection_is_found_before_anything_is_answered(
         assert ledger.book.lseq == 2 and ledger.head.seq == 4
         repeat = deliver(params, ledger.book, message, at_ms=4)
         assert repeat.events == () and repeat.replies  # answered from the stored result
-        assert repeat.replies[0].lseq == 2  # type: ignore[attr-defined]
+        assert repeat.replies[0].lseq == 2
     finally:
         ledger.close()
     with psycopg.connect(url) as conn:

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 MOSQUITTO_PATHS = (
     "/usr/sbin/mosquitto",
@@ -101,7 +102,7 @@ class Mosquitto:
     _port_chosen: bool = False  # started once: a restart keeps its port
     _log_from: int = 0
 
-    def start(self) -> Mosquitto:
+    def start(self) -> Self:
         """Start the broker and return once *this* process listens (:func:`listens`). A
         port taken meanwhile (another test's broker, another program) makes
         Mosquitto exit at once; a free port chosen here is then chosen again, since merely
@@ -186,7 +187,7 @@ class Mosquitto:
         self.stop()
         self.start()
 
-    def __enter__(self) -> Mosquitto:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -133,7 +133,7 @@ class Subscriber:
         self.waiters.append((match, fut))
         return fut
 
-    async def wait(self, predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    async def wait(self, predicate: Callable[[], object], what: str, timeout: float = 15.0) -> None:
         await until(predicate, what, timeout)
 
     async def wait_event(self, kind: str, count: int = 1, timeout: float = 15.0) -> Payload:

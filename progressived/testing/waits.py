@@ -19,9 +19,10 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 T = TypeVar("T")
+Falsy = Literal[False] | None  # what a check returns while the condition does not hold
 
 DEFAULT_TIMEOUT_S = 15.0
 DEFAULT_EVERY_S = 0.02
@@ -39,7 +40,7 @@ def _failure(what: str, timeout: float, last: object) -> WaitTimeout:
 
 
 async def until(
-    check: Callable[[], T | Awaitable[T | None] | None],
+    check: Callable[[], T | Falsy | Awaitable[T | Falsy]],
     what: str = "the condition",
     timeout: float = DEFAULT_TIMEOUT_S,
     *,
@@ -73,7 +74,7 @@ async def _checked(check: Callable[[], object], in_thread: bool, left: float) ->
 
 
 def until_sync(
-    check: Callable[[], T | None],
+    check: Callable[[], T | Falsy],
     what: str = "the condition",
     timeout: float = DEFAULT_TIMEOUT_S,
     *,
