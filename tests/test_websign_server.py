@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from progressived.signs.broker import BrokerLogin
@@ -71,7 +72,6 @@ from tests.websign_harness import browsers, sign_servers
 __all__ = ["browsers", "sign_servers"]
 
 
-@pytest.mark.e2e
 async def test_the_browser_fails_to_start(mosquitto, sign_servers, browsers, monkeypatch):
     sign = await sign_servers(mosquitto.port).start()
     Path({pidfile!r}).write_text(str(sign.proc.pid))
@@ -80,6 +80,7 @@ async def test_the_browser_fails_to_start(mosquitto, sign_servers, browsers, mon
 '''
 
 
+@pytest.mark.e2e
 def test_a_browser_that_fails_to_start_leaves_no_sign_server_behind(tmp_path: Path) -> None:
     pidfile = tmp_path / "sign.pid"
     inner = tmp_path / "test_inner.py"
