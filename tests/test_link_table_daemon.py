@@ -82,6 +82,13 @@ async def linked(
     ):
         t.start_daemon()
         await t.online()
+        # The table starts with the link down until its first heartbeat: play only once the
+        # link is up and the table open, or a LOCK may land while it is still closed.
+        await until(
+            lambda: (s := status(t))["link"]["up"] and not s["link"]["closed"],
+            "the link up and the linked meter open",
+            in_thread=True,
+        )
         yield t, link
     # Every message the table published matches docs/mqtt.md, the linked meter's `link` too.
     assert not t.sub.problems, "\n".join(t.sub.problems[:20])
@@ -307,6 +314,8 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
             lambda: (
                 (s := status(t))["link"]["up"]
                 and s["link"]["meters"]["main"]["cents"] is not None
+                and not s["link"]["closed"]
+                and "link-down" not in s["closed"]
                 and s
             ),
             "link up",
@@ -355,7 +364,10 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
         # The link returns: up again, the outbox drains (sent again: a resend counted).
         link.down = False
         back = await until(
-            lambda: (s := status(t))["link"]["up"] and s["link"]["outbox"]["depth"] == 0 and s,
+            lambda: (s := status(t))["link"]["up"]
+            and s["link"]["outbox"]["depth"] == 0
+            and not s["link"]["closed"]
+            and s,
             "link back, outbox drained",
             in_thread=True,
         )
@@ -364,7 +376,10 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
         assert back["link"]["meters"]["main"]["lseq"] > up["link"]["meters"]["main"]["lseq"]
         assert back["link"]["meters"]["main"]["cents"] == link.meter_units() // 10_000
         got = await until(
-            lambda: (m := link_metrics(port))["progressive_link_up"] == 1 and m, "metrics up", in_thread=True
+            lambda: (m := link_metrics(port))["progressive_link_up"] == 1
+            and m["progressive_link_closed"] == 0
+            and m,
+            "metrics up", in_thread=True
         )
         assert got["progressive_link_outbox_depth"] == 0 and got["progressive_link_closed"] == 0
         assert got["progressive_link_resends_total"] >= 1
