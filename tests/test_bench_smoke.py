@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

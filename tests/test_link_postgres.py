@@ -209,6 +209,7 @@ async def floor(
         broker.stop()
 
 
+@pytest.mark.e2e
 async def test_the_controller_serves_tables_from_a_database_and_survives_sigkill(
     floor: tuple[Link, LinkBroker], postgres_server: Server, postgres_url: str
 ) -> None:

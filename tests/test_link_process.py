@@ -28,6 +28,8 @@ from tests.link_harness import TableClient
 from tests.link_sim import head_of
 from tests.test_link_acl import PASSWORDS, LinkBroker
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
 DOLLAR = 1_000_000

@@ -51,6 +51,7 @@ def with_metrics(cfg: Path, port: int) -> None:
     cfg.write_text(text)
 
 
+@pytest.mark.e2e
 def test_the_tables_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     init(cfg)
@@ -66,6 +67,7 @@ def test_the_tables_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None
     assert not (tmp_path / "control.sock").exists()  # the socket it claimed is gone again
 
 
+@pytest.mark.e2e
 def test_the_links_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None:
     cfg = link_config(tmp_path)
     init(cfg)
@@ -184,6 +186,7 @@ def second_table(tmp: Path, sock: Path) -> Path:
     return cfg
 
 
+@pytest.mark.e2e
 def test_a_second_daemon_on_a_live_socket_refuses_and_takes_a_dead_ones(tmp_path: Path) -> None:
     sock = tmp_path / "control.sock"
     cfg_a = config(tmp_path)
@@ -220,6 +223,7 @@ def test_a_second_daemon_on_a_live_socket_refuses_and_takes_a_dead_ones(tmp_path
             a.stop(signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_a_stopping_daemon_leaves_the_socket_another_one_made(tmp_path: Path) -> None:
     sock = tmp_path / "control.sock"
     cfg_a = config(tmp_path)
