@@ -13,10 +13,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
+
+from progressived.testing.waits import WaitTimeout, until_sync
 
 MOSQUITTO_PATHS = (
     "/usr/sbin/mosquitto",
@@ -51,13 +52,20 @@ def find_mosquitto() -> str | None:
     return None
 
 
+def accepts(host: str, port: int) -> bool:
+    """Whether something accepts a connection on ``host:port`` (whoever it is)."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
+        return True
+    return False
+
+
 def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
-            return
-        time.sleep(0.02)
-    raise BrokerUnavailable(f"broker did not listen on {host}:{port} within {timeout}s")
+    try:
+        until_sync(lambda: accepts(host, port), f"{host}:{port} to listen", timeout)
+    except WaitTimeout:
+        raise BrokerUnavailable(
+            f"broker did not listen on {host}:{port} within {timeout}s"
+        ) from None
 
 
 def listens(pid: int, host: str, port: int) -> bool:
@@ -68,9 +76,7 @@ def listens(pid: int, host: str, port: int) -> bool:
     the port accepts a connection."""
     table = Path("/proc/net/tcp")
     if not table.exists():
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
-            return True
-        return False
+        return accepts(host, port)
     wanted = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
     inodes = set()
     for line in table.read_text().splitlines()[1:]:
@@ -141,17 +147,21 @@ class Mosquitto:
         proc = subprocess.Popen(
             [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return False
-            if listens(proc.pid, self.host, self.port):
-                self.proc = proc
-                return True
-            time.sleep(0.01)
-        proc.kill()
-        proc.wait(timeout=10)
-        raise BrokerUnavailable(f"Mosquitto did not start within {START_TIMEOUT_S} s")
+        try:
+            until_sync(
+                lambda: proc.poll() is not None or listens(proc.pid, self.host, self.port),
+                "Mosquitto to listen",
+                START_TIMEOUT_S,
+                every=0.01,
+            )
+        except WaitTimeout:
+            proc.kill()
+            proc.wait(timeout=10)
+            raise BrokerUnavailable(f"Mosquitto did not start within {START_TIMEOUT_S} s") from None
+        if proc.poll() is not None:
+            return False
+        self.proc = proc
+        return True
 
     def _log_tail(self) -> str:
         """What this start wrote to the log (it is appended to across restarts)."""
