@@ -45,6 +45,10 @@ from tests.doc_broker import doc_block
 from tests.install_root import InstallRoot, Ran, install_root
 from tests.test_packaging import pins
 
+# One worker runs the whole module under pytest-xdist (.ci/test: --dist loadgroup):
+# its module-scoped install root takes minutes to build.
+pytestmark = pytest.mark.xdist_group("install-root")
+
 OPERATIONS = ROOT / "docs" / "operations.md"
 REQUIREMENTS = ROOT / "requirements"
 SIGN = ROOT / "docs" / "sign.md"  # the sign server's and the kiosk's blocks
