@@ -7,8 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from progressived.testing.broker import Mosquitto
+
+# Nothing in the suite judges a timing (docs/performance.md): Hypothesis's per-example
+# deadline and its "generation is slow" health check would, and fail on a loaded machine
+# (parallel workers, other suites) for no fault of the code. Tests' own settings inherit this.
+settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("suite")
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYTABLES = ROOT / "config" / "paytables"
