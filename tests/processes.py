@@ -5,7 +5,8 @@ grandchild whose parent exits (a daemon that forked, a browser's helpers, ``pg_c
 server) is then re-parented to it rather than to init, so it stays visible as a descendant
 and a test cannot lose one by exiting its parent first. After each test, a descendant that
 did not exist before it and still runs (after a bounded grace for ones already stopping)
-is killed and fails the test, named with its command line.
+is killed and fails the test, named with its command line. A process started by one that
+existed before the test (a backend of the session's PostgreSQL) is its starter's to end.
 """
 
 from __future__ import annotations
@@ -54,6 +55,21 @@ def reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def _under(proc: psutil.Process, known: set[int]) -> bool:
+    """Whether ``proc`` was started by a process that existed before the test (the
+    session's PostgreSQL forking a backend): that process's owner answers for it."""
+    me = os.getpid()
+    try:
+        parent = proc.ppid()
+        while parent not in (me, 0, 1):
+            if parent in known:
+                return True
+            parent = psutil.Process(parent).ppid()
+    except psutil.Error:
+        return False
+    return False
+
+
 def describe(proc: psutil.Process) -> str:
     try:
         return f"pid {proc.pid}: {' '.join(proc.cmdline())[:200] or proc.name()}"
@@ -65,7 +81,8 @@ def leftovers(before: Iterable[int]) -> list[str]:
     """The descendants started since ``before`` that still run after the grace: each is
     killed (SIGKILL, its group spared: only what this process started) and described."""
     known = set(before)
-    new = [p for pid, p in descendants(known).items() if pid not in known]
+    running = descendants(known)
+    new = [p for pid, p in running.items() if pid not in known and not _under(p, known)]
     if not new:
         return []
     _, alive = psutil.wait_procs(new, timeout=GRACE_S)

@@ -7,6 +7,7 @@ import subprocess
 
 import psutil
 
+from progressived.testing.waits import until_sync
 from tests.processes import become_subreaper, descendants, leftovers
 
 
@@ -36,3 +37,27 @@ def test_a_process_that_ends_within_the_grace_is_not_a_leftover() -> None:
     before = set(descendants())
     subprocess.Popen(["sleep", "0.3"])
     assert leftovers(before) == []
+
+
+def test_a_child_of_a_process_older_than_the_test_is_its_starters() -> None:
+    """A server started by a wider-scoped fixture (the session's PostgreSQL) forks workers
+    during a test; they are the server's to end, not leftovers of the test."""
+    server = subprocess.Popen(
+        ["sh", "-c", "while read line; do sleep 62 & done; wait"], stdin=subprocess.PIPE, text=True
+    )
+    try:
+        before = set(descendants())
+        assert server.stdin is not None
+        server.stdin.write("fork\n")
+        server.stdin.flush()
+        until_sync(
+            lambda: any(p.cmdline() == ["sleep", "62"] for p in descendants().values()),
+            "the server's worker",
+            10,
+        )
+        assert leftovers(before) == []
+    finally:
+        for proc in psutil.Process(server.pid).children(recursive=True):
+            proc.kill()
+        server.kill()
+        server.wait(timeout=10)
