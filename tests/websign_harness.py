@@ -32,6 +32,7 @@ from progressived.testing.waits import WaitTimeout, until
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_S = 10.0  # a sign process or a browser gets this long to stop before it is killed
+START_S = 60.0  # the longest a sign process may take to listen (imports, on a loaded machine)
 
 
 def browser(
@@ -95,7 +96,7 @@ class WebSign:
                 self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
             proc = self.proc
             try:
-                await until(partial(self._up_or_ended, proc), f"the sign on {self.port}", 15)
+                await until(partial(self._up_or_ended, proc), f"the sign on {self.port}", START_S)
             except BaseException:
                 self.close()
                 raise
