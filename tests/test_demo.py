@@ -6,11 +6,14 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,16 @@ from progressived.signs.screen import HOME_CLEAR
 from progressived.testing.waits import until_sync
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary directory instead of pytest's: the demo makes its control socket
+    inside it, and a Unix socket's path holds 107 bytes at most, which pytest-xdist's
+    per-worker directories (``.../popen-gw0/test_.../progressived-demo-XXXX/``) exceed."""
+    short = Path(tempfile.mkdtemp(prefix="pd-", dir="/tmp"))
+    yield short
+    shutil.rmtree(short, ignore_errors=True)
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
