@@ -367,6 +367,9 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
             lambda: (s := status(t))["link"]["up"]
             and s["link"]["outbox"]["depth"] == 0
             and not s["link"]["closed"]
+            # the link's meter after applying the contribution (its own message, after the
+            # result) has reached the table
+            and s["link"]["meters"]["main"]["lseq"] > up["link"]["meters"]["main"]["lseq"]
             and s,
             "link back, outbox drained",
             in_thread=True,
