@@ -80,3 +80,34 @@ def test_progressived_importing_a_driver_is_refused(tmp_path: Path) -> None:
     _append(root / "progressived" / "daemon" / "health.py", "import progressived_drivers.base")
     done = _lint(root, "drivers-outside")
     assert done.returncode == 1, done.stdout
+
+
+def test_the_folders_table_of_architecture_md_is_the_layers_contract() -> None:
+    """docs/architecture.md's folder table says which layer each folder is in; it must be
+    the order the ``layers`` contract enforces, and every package folder must be in it."""
+    import re
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers")
+    enforced: dict[str, int] = {}
+    for depth, layer in enumerate(reversed(contract["layers"]), start=1):
+        for module in layer.split("|"):
+            enforced[module.strip().replace(".", "/") + "/"] = depth
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text[text.index("## The folders") : text.index("## The data flow")]
+    documented = {
+        folder: int(layer)
+        for layer, folder in re.findall(r"^\| (\d+) \| `([^`]+)` \|", section, flags=re.M)
+    }
+    assert documented == enforced
+    packages = {
+        f"progressived/{p.name}/"
+        for p in (ROOT / "progressived").iterdir()
+        if (p / "__init__.py").exists() and p.name != "link"
+    } | {
+        f"progressived/link/{p.name}/"
+        for p in (ROOT / "progressived" / "link").iterdir()
+        if (p / "__init__.py").exists()
+    }
+    assert packages <= set(documented), sorted(packages - set(documented))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from progressived.board.driver import BoardEvent, KeyPressed
 from progressived.board.lights import Light
-from progressived.config.daemon import load_daemon_config
+from progressived.config.daemon import DaemonConfig, load_daemon_config
 from progressived.daemon.service import Controller
 from progressived.testing.broker import Mosquitto
 from tests.daemon_harness import init_ledger, write_config
@@ -45,13 +45,19 @@ class BrokenBoard:
         return False
 
 
+def boardless(tmp: Path, broker: Mosquitto) -> tuple[DaemonConfig, Controller]:
+    """A table's configuration and ledger made in ``tmp``, and a daemon for it whose board
+    driver fails once run (a daemon that is only started never reads it)."""
+    path = write_config(tmp, broker, tmp / "no-board")
+    init_ledger(path)
+    config = load_daemon_config(path)
+    return config, Controller(config, driver=BrokenBoard())
+
+
 async def test_a_failed_core_task_stops_the_daemon_with_status_1(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    path = write_config(tmp_path, mosquitto, tmp_path / "no-board")
-    init_ledger(path)
-    config = load_daemon_config(path)
-    controller = Controller(config, driver=BrokenBoard())
+    config, controller = boardless(tmp_path, mosquitto)
     status = await asyncio.wait_for(controller.run(install_signals=False), timeout=30)
     assert status == 1
     # It stopped cleanly: the stop is journaled, so the next start recovers as usual.

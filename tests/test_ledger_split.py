@@ -52,7 +52,7 @@ def test_plan_rows_hash_as_the_chain_says_and_nothing_is_written() -> None:
     lock = decide(params, start.state, Sensors(present=frozenset({1, 2}), at=AT))
     locked = decide(params, lock.state, Lock(at=AT))
     items = [
-        Record("ledger_created", {"table_id": "t-plan"}, AT, "", None, 0, "system", None, None),
+        Record(kind="ledger_created", detail={"table_id": "t-plan"}, at=AT, actor=""),
         Batch(start.events, start.state, AT),
         Batch(lock.events, lock.state, AT, "dealer", "k-1"),
         Batch(locked.events, locked.state, AT, "dealer", "k-2"),

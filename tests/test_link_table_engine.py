@@ -1,5 +1,5 @@
 """A linked meter behind the meter port, without I/O: the linked port, the table's link
-book (messages out, results in), link-down, snapshots and the ledger (real SQLite)."""
+outbox (messages out, results in), link-down, snapshots and the ledger (real SQLite)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from progressived.core.params import MeterParams, TableParams
-from progressived.daemon.link_out import LinkBook
+from progressived.daemon.link_out import LinkOutbox
 from progressived.engine import Accepted, Decision, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.commands import Confirm, SetClosed
 from progressived.engine.events import AwardConfirmed, AwardKeyed, WagerLocked
@@ -51,12 +51,12 @@ def result(msg: dict[str, object], status: str = "applied", units: int = 0, stat
     )  # fmt: skip
 
 
-def test_a_linked_table_plays_a_claim_through_the_link_book(tmp_path: Path) -> None:
+def test_a_linked_table_plays_a_claim_through_the_link_outbox(tmp_path: Path) -> None:
     params = linked()
     ledger = Ledger.open(tmp_path / "l.db", params, at="2026-01-01T00:00:00Z")
     state = ledger.state
     assert "meter:main" not in state.balances  # the link funds the linked meter
-    linkbook = LinkBook(params, "link-a", "progressive")
+    linkbook = LinkOutbox(params, "link-a", "progressive")
     sent: list[dict[str, object]] = []
 
     def play(command: object, actor: str = "dealer") -> TableState:
@@ -126,7 +126,7 @@ def test_link_down_closes_the_linked_meter_only() -> None:
     locked = ok(decide(mixed, state, Lock(), LINKED_PORT))
     assert locked.state.linked_off
     assert any(isinstance(e, WagerLocked) for e in locked.events)
-    out = LinkBook(mixed, "link-a", "progressive").outgoing(
+    out = LinkOutbox(mixed, "link-a", "progressive").outgoing(
         state, locked.state, locked.events, "dealer", "t", (1, HASH)
     )
     assert out.records == []  # no contribution for a round locked while the link was down
@@ -163,23 +163,23 @@ def test_a_meter_requested_row_is_journaled_and_recovered(tmp_path: Path) -> Non
 
 def test_a_meter_named_otherwise_at_the_link_is_sent_by_its_id_there_and_keyed_by_ours() -> None:
     """``link_meter``: contributions and claims name the link's ``pmg``; the awards, the
-    round and a book rebuilt from the ledger's ``link_sent`` rows keep the table's ``main``."""
+    round and an outbox rebuilt from the ledger's ``link_sent`` rows keep the table's ``main``."""
     params = replace(linked(), meters=(MeterParams(id="main", link="link-a", link_meter="pmg"),))
-    book = LinkBook(params, "link-a", "progressive")
+    sequencer = LinkOutbox(params, "link-a", "progressive")
     state, sent = TableState(), []
     for command in (Sensors(present=frozenset({4})), Lock(), KeyHand(seat=4, hand="royal-flush")):
         decision = ok(decide(params, state, command, LINKED_PORT))
-        out = book.outgoing(state, decision.state, decision.events, "dealer", "t", (1, HASH))
-        book.committed(out)
+        out = sequencer.outgoing(state, decision.state, decision.events, "dealer", "t", (1, HASH))
+        sequencer.committed(out)
         sent += [dict(r.detail["message"]) for r in out.records]
         state = decision.state
     contribution, claim = sent
     assert contribution["wagers"] == [{"meter": "pmg", "count": 1, "units": 1_000_000}]
     assert claim["meter"] == "pmg"
-    rebuilt = LinkBook(params, "link-a", "progressive")
+    rebuilt = LinkOutbox(params, "link-a", "progressive")
     rebuilt.load([({"seq": m["seq"], "message": m},) for m in sent])  # as after a restart
-    for linkbook in (book, rebuilt):
-        answer = linkbook.answer(state, claim, result(claim, units=1_000_000_000), "t")
+    for outbox in (sequencer, rebuilt):
+        answer = outbox.answer(state, claim, result(claim, units=1_000_000_000), "t")
         assert answer is not None
         (keyed,) = answer.events
         assert isinstance(keyed, AwardKeyed) and keyed.meter == "main"

@@ -9,16 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from progressived.config.daemon import load_daemon_config
 from progressived.daemon.desk import DaemonDesk
 from progressived.daemon.operator import OperatorDesk
-from progressived.daemon.service import Controller
 from progressived.ledger import store
 from progressived.runtime.control import Peer
 from progressived.testing.broker import Mosquitto
 from tests.conftest import ROOT
-from tests.daemon_harness import init_ledger, write_config
-from tests.test_crash_only import BrokenBoard
+from tests.test_crash_only import boardless
 
 
 def test_the_desk_imports_only_the_port_from_the_daemon() -> None:
@@ -36,10 +33,7 @@ def test_the_desk_imports_only_the_port_from_the_daemon() -> None:
 async def test_operator_close_and_open_are_each_one_ledger_transaction(
     tmp_path: Path, mosquitto: Mosquitto, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_config(tmp_path, mosquitto, tmp_path / "no-board")
-    init_ledger(path)
-    config = load_daemon_config(path)
-    controller = Controller(config, driver=BrokenBoard())
+    config, controller = boardless(tmp_path, mosquitto)
     await controller.start()
     desk = OperatorDesk(
         DaemonDesk(
@@ -71,7 +65,7 @@ async def test_operator_close_and_open_are_each_one_ledger_transaction(
     assert answer["ok"] is True and "operator" not in answer["closed"]
     assert commits == 2
     await controller.db(controller.ledger.close)
-    controller.journal.close_thread()
+    controller.executor.close()
 
     with sqlite3.connect(config.ledger.path) as conn:
         rows = conn.execute(

@@ -178,27 +178,27 @@ def _good(**data: Any) -> bytes:
 @hostile
 def test_the_terminal_sign_keeps_the_last_good_value(raw: bytes) -> None:
     view = SignView("progressive", "main", "t1")
-    assert view.apply("progressive/table/t1/meter/main", _good(**GOOD_METER))
+    assert view.receive("progressive/table/t1/meter/main", _good(**GOOD_METER))
     for topic in ("status", "meter/main", "event"):
         before = (view.display, view.state, view.seq, view.banner)
-        if not view.apply(f"progressive/table/t1/{topic}", raw):
+        if not view.receive(f"progressive/table/t1/{topic}", raw):
             assert (view.display, view.state, view.seq, view.banner) == before
 
 
 @hostile
 def test_the_linked_terminal_sign_keeps_the_last_good_value(raw: bytes) -> None:
     view = LinkSignView("progressive", "link-a", "pmg")
-    assert view.apply(view.meter_topic, _good(**GOOD_LINKED))
+    assert view.receive(view.meter_topic, _good(**GOOD_LINKED))
     before = (view.display, view.order, view.banner)
-    if not view.apply(view.meter_topic, raw):
+    if not view.receive(view.meter_topic, raw):
         assert (view.display, view.order, view.banner) == before
 
 
 @hostile
 def test_the_web_sign_model_keeps_the_last_good_value(raw: bytes) -> None:
     floor = Floor()
-    assert floor.apply("progressive/table/t1/meter/main", _good(**GOOD_METER), 0.0)
-    assert floor.apply("progressive/link/link-a/meter/pmg", _good(**GOOD_LINKED), 0.0)
+    assert floor.receive("progressive/table/t1/meter/main", _good(**GOOD_METER), 0.0)
+    assert floor.receive("progressive/link/link-a/meter/pmg", _good(**GOOD_LINKED), 0.0)
     for topic in (
         "table/t1/status",
         "table/t1/meter/main",
@@ -206,7 +206,7 @@ def test_the_web_sign_model_keeps_the_last_good_value(raw: bytes) -> None:
         "link/link-a/meter/pmg",
     ):
         before = json.dumps([s.as_json(0.0) for s in floor.sources.values()])
-        if floor.apply(f"progressive/{topic}", raw, 0.0) is None:
+        if floor.receive(f"progressive/{topic}", raw, 0.0) is None:
             assert json.dumps([s.as_json(0.0) for s in floor.sources.values()]) == before
 
 

@@ -72,16 +72,16 @@ def test_big_digits_render_every_character() -> None:
 
 def test_view_shows_meter_pending_closed_and_offline() -> None:
     view = SignView("progressive", "main", "t1")
-    assert view.apply(METER, meter_msg(display="$1,000.45", state="open", seq=3))
+    assert view.receive(METER, meter_msg(display="$1,000.45", state="open", seq=3))
     assert view.plain() == "main $1,000.45 OPEN"
-    view.apply(METER, meter_msg(display="$1,000.00", state="pending", seq=4))
+    view.receive(METER, meter_msg(display="$1,000.00", state="pending", seq=4))
     assert "PENDING" in view.render()
     # An older value delivered late does not go back.
-    assert not view.apply(METER, meter_msg(display="$999.00", state="open", seq=2))
+    assert not view.receive(METER, meter_msg(display="$999.00", state="open", seq=2))
     assert view.display == "$1,000.00"
-    view.apply(METER, meter_msg(display="$1,000.00", state="closed", seq=5))
+    view.receive(METER, meter_msg(display="$1,000.00", state="closed", seq=5))
     assert "CLOSED" in view.render()
-    view.apply("progressive/table/t1/status", msg(status="offline", table="t1"))
+    view.receive("progressive/table/t1/status", msg(status="offline", table="t1"))
     assert view.status_line() == "OFFLINE"
 
 
@@ -89,16 +89,16 @@ def test_view_shows_why_it_is_closed_and_a_linked_meter_waiting_for_its_link() -
     view = SignView("progressive", "main", "t1")
     waiting = {**json.loads(meter_msg(display="$0.00", state="closed", seq=3))}
     waiting["closed"] = ["waiting for link"]
-    assert view.apply(METER, msg(**waiting))
+    assert view.receive(METER, msg(**waiting))
     assert view.plain() == "main ---- WAITING FOR THE LINK"  # no value yet: never $0.00
     assert "$" not in view.render() and "CLOSED" not in view.render()
     refused = {**waiting, "seq": 4, "closed": ["link refused: unknown-meter"]}
-    assert view.apply(METER, msg(**{**refused, "display": "$1,000.00", "cents": 100000}))
+    assert view.receive(METER, msg(**{**refused, "display": "$1,000.00", "cents": 100000}))
     assert view.plain() == "main $1,000.00 CLOSED: link refused: unknown-meter"
     both = {**waiting, "seq": 5, "closed": ["board offline", "waiting for link"]}
-    assert view.apply(METER, msg(**both))
+    assert view.receive(METER, msg(**both))
     assert view.plain() == "main ---- CLOSED: board offline, waiting for link"
-    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=6))
+    assert view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=6))
     assert view.plain() == "main $1,000.00 OPEN"
 
 
@@ -107,50 +107,50 @@ def test_view_banners_a_winner_once_and_ignores_garbage() -> None:
     event = event_msg(
         kind="award_keyed", table="t1", seat=3, hand="akq-spades", cents=123456, meter="main", seq=9
     )
-    assert view.apply("progressive/table/t1/event", event, now=0.0)
+    assert view.receive("progressive/table/t1/event", event, now=0.0)
     assert "PENDING: table t1 seat 3 akq-spades $1,234.56" in view.render(now=1.0)
     assert "WINNER" not in view.render(now=1.0)  # keyed is not paid: it may still be rejected
-    assert not view.apply("progressive/table/t1/event", event, now=2.0)  # repeat, same seq
+    assert not view.receive("progressive/table/t1/event", event, now=2.0)  # repeat, same seq
     paid = msg(**{**json.loads(event), "kind": "award_confirmed", "seq": 10, "by": "sup"})
-    assert view.apply("progressive/table/t1/event", paid, now=3.0)
+    assert view.receive("progressive/table/t1/event", paid, now=3.0)
     assert "WINNER: table t1 seat 3 akq-spades $1,234.56" in view.render(now=4.0)
     assert "WINNER" not in view.render(now=34.0)
-    assert not view.apply(METER, b"\xff not json")
-    assert not view.apply(METER, b"[1, 2]")
+    assert not view.receive(METER, b"\xff not json")
+    assert not view.receive(METER, b"[1, 2]")
 
 
 def test_view_reads_only_its_own_table() -> None:
     view = SignView("progressive", "main", "t1")
-    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=3))
+    assert view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=3))
     # Another table's meter, its events and the old shared topic are not this sign's.
-    assert not view.apply("progressive/table/t2/meter/main", meter_msg(display="$9.00", seq=99))
-    assert not view.apply("progressive/meter/main", meter_msg(display="$9.00", seq=99))
+    assert not view.receive("progressive/table/t2/meter/main", meter_msg(display="$9.00", seq=99))
+    assert not view.receive("progressive/meter/main", meter_msg(display="$9.00", seq=99))
     award = event_msg(
         kind="award_keyed", table="t2", seat=1, hand="x", cents=1, meter="main", seq=4
     )
-    assert not view.apply("progressive/table/t2/event", award)
-    assert not view.apply("progressive/table/t2/status", msg(status="offline"))
+    assert not view.receive("progressive/table/t2/event", award)
+    assert not view.receive("progressive/table/t2/status", msg(status="offline"))
     assert view.display == "$1,000.00" and view.status_line() == ""
 
 
 def test_a_new_boot_restarts_the_seq_expectation_and_the_same_boot_does_not() -> None:
     view = SignView("progressive", "main", "t1")
     status = "progressive/table/t1/status"
-    view.apply(status, msg(status="online", table="t1", boot="b1"))
-    assert view.apply(
+    view.receive(status, msg(status="online", table="t1", boot="b1"))
+    assert view.receive(
         METER, meter_msg(display="$9,999,999.00", state="open", seq=10**12)
     )  # stale/forged
-    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
+    assert not view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     # Reconnecting to the same run (retained status again) keeps the expectation...
-    view.apply(status, msg(status="online", table="t1", boot="b1"))
-    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
+    view.receive(status, msg(status="online", table="t1", boot="b1"))
+    assert not view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     # ...its offline will does not reset it; the next run's online status does.
-    view.apply(status, msg(status="offline", table="t1", boot="b1"))
-    assert not view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
-    view.apply(status, msg(status="online", table="t1", boot="b2"))
-    assert view.apply(METER, meter_msg(display="$1,000.00", state="open", seq=7))
+    view.receive(status, msg(status="offline", table="t1", boot="b1"))
+    assert not view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=7))
+    view.receive(status, msg(status="online", table="t1", boot="b2"))
+    assert view.receive(METER, meter_msg(display="$1,000.00", state="open", seq=7))
     assert view.display == "$1,000.00"
-    assert not view.apply(METER, meter_msg(display="$999.00", state="open", seq=6))
+    assert not view.receive(METER, meter_msg(display="$999.00", state="open", seq=6))
 
 
 def test_waiting_says_for_what() -> None:
@@ -189,18 +189,18 @@ def test_winner_banner_clears_when_that_table_locks_its_next_round() -> None:
         meter="main",
         seq=2,
     )
-    view.apply(
+    view.receive(
         "progressive/table/t7/event", event_msg(kind="round_locked", table="t7", seq=1), now=0.0
     )
-    assert view.apply("progressive/table/t7/event", win, now=1.0)
+    assert view.receive("progressive/table/t7/event", win, now=1.0)
     assert "WINNER" in view.plain()
     # Another table's LOCK (a linked meter) leaves the banner: it is not this winner's round.
     other = event_msg(kind="round_locked", table="t8", seq=2, round=4)
-    view.apply("progressive/table/t8/event", other, now=2.0)
+    view.receive("progressive/table/t8/event", other, now=2.0)
     assert "WINNER" in view.render(now=2.0)
     # The winning table's next round: the banner goes at once, well before its 30 s.
     nxt = event_msg(kind="round_locked", table="t7", seq=3, round=2)
-    assert view.apply("progressive/table/t7/event", nxt, now=3.0)
+    assert view.receive("progressive/table/t7/event", nxt, now=3.0)
     assert "WINNER" not in view.render(now=3.0)
     assert view.plain() == "main ---- waiting..."
 
@@ -454,19 +454,19 @@ def test_a_pending_banner_goes_when_the_award_is_turned_off() -> None:
     keyed = event_msg(
         kind="award_keyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=4
     )
-    view.apply("progressive/table/t1/event", keyed, now=0.0)
+    view.receive("progressive/table/t1/event", keyed, now=0.0)
     assert "PENDING: table t1 seat 3 akq $5.00" in view.plain()
     off = event_msg(
         kind="award_unkeyed", table="t1", seat=3, hand="akq", cents=500, meter="main", seq=5
     )
-    assert view.apply("progressive/table/t1/event", off, now=1.0)
+    assert view.receive("progressive/table/t1/event", off, now=1.0)
     assert "PENDING" not in view.render(now=1.0)
 
 
 def test_the_view_ignores_malformed_meters_and_events_whole() -> None:
     """docs/mqtt.md, "Malformed messages": the last good value stays; nothing crashes."""
     view = SignView("progressive", "main", "t1")
-    assert view.apply(METER, meter_msg(display="$5.00", seq=3))
+    assert view.receive(METER, meter_msg(display="$5.00", seq=3))
     good = json.loads(meter_msg(display="$6.00", seq=4))
     for bad in (
         {**good, "state": "jackpot"},
@@ -475,13 +475,13 @@ def test_the_view_ignores_malformed_meters_and_events_whole() -> None:
         {**good, "meter": "mini"},
         {**good, "cents": "600"},
     ):
-        assert not view.apply(METER, msg(**bad)), bad
+        assert not view.receive(METER, msg(**bad)), bad
     assert (view.display, view.state, view.seq) == ("$5.00", "open", 3)
     event = "progressive/table/t1/event"
-    assert not view.apply(event, msg(kind="award_keyed", seq="x"))  # used to raise ValueError
+    assert not view.receive(event, msg(kind="award_keyed", seq="x"))  # used to raise ValueError
     short = json.loads(event_msg(kind="award_confirmed", table="t1", seat=3, meter="main", seq=5))
     del short["cents"]
-    assert not view.apply(event, msg(**short))
+    assert not view.receive(event, msg(**short))
     assert view.banner == ""
     # An unknown kind is no error: ignored (changes nothing).
-    assert not view.apply(event, event_msg(kind="new_kind", table="t1", seq=6))
+    assert not view.receive(event, event_msg(kind="new_kind", table="t1", seq=6))

@@ -45,49 +45,49 @@ HIT = {"table": "pmg-02", "seat": 5, "hand": "royal-flush", "units": 1_204_37 * 
 @pytest.mark.e2e
 def test_the_terminal_view_never_goes_back_and_shows_the_winning_table() -> None:
     view = LinkSignView("progressive", "link-a", "pmg")
-    assert view.apply(TOPIC, linked(1_000_000_000, 0, 3), now=0.0)
+    assert view.receive(TOPIC, linked(1_000_000_000, 0, 3), now=0.0)
     assert view.plain() == "pmg $1,000.00 OPEN"
-    assert not view.apply(TOPIC, linked(999_000_000, 0, 2), now=0.1)  # late: older lseq
-    assert not view.apply(TOPIC, linked(1_000_000_000, 0, 3), now=0.2)  # a repeat
-    assert view.apply(TOPIC, linked(1_000_050_000, 0, 9), now=0.3)
+    assert not view.receive(TOPIC, linked(999_000_000, 0, 2), now=0.1)  # late: older lseq
+    assert not view.receive(TOPIC, linked(1_000_000_000, 0, 3), now=0.2)  # a repeat
+    assert view.receive(TOPIC, linked(1_000_050_000, 0, 9), now=0.3)
     # The claim: the meter resets (a new epoch) and the hit names the winning table.
-    assert view.apply(TOPIC, linked(1_000_000_000, 1, 10, HIT), now=1.0)
+    assert view.receive(TOPIC, linked(1_000_000_000, 1, 10, HIT), now=1.0)
     assert view.plain() == (
         "pmg $1,000.00 OPEN *** WINNER: table pmg-02 seat 5 royal-flush $1,204.37 ***"
     )
     assert "WINNER" in view.render(now=2.0) and "WINNER" not in view.render(now=40.0)
     # A message of the old epoch with a higher lseq is still older.
-    assert not view.apply(TOPIC, linked(2_000_000_000, 0, 50), now=3.0)
+    assert not view.receive(TOPIC, linked(2_000_000_000, 0, 50), now=3.0)
     assert view.display == "$1,000.00"
 
 
 @pytest.mark.e2e
 def test_the_terminal_view_ignores_bad_messages_and_an_old_hit_on_start() -> None:
     view = LinkSignView("progressive", "link-a", "pmg")
-    assert not view.apply(TOPIC, b"not json")
-    assert not view.apply(TOPIC, b'{"link": "link-a", "units": 1.5, "epoch": 0, "lseq": 1}')
-    assert not view.apply(TOPIC, b'{"link": "link-a", "units": true, "epoch": 0, "lseq": 1}')
+    assert not view.receive(TOPIC, b"not json")
+    assert not view.receive(TOPIC, b'{"link": "link-a", "units": 1.5, "epoch": 0, "lseq": 1}')
+    assert not view.receive(TOPIC, b'{"link": "link-a", "units": true, "epoch": 0, "lseq": 1}')
     other = linked(5, 0, 1).replace(b'"link-a"', b'"link-b"')
-    assert not view.apply(TOPIC, other)
-    assert not view.apply("progressive/link/link-a/meter/other", linked(5, 0, 1))
+    assert not view.receive(TOPIC, other)
+    assert not view.receive("progressive/link/link-a/meter/other", linked(5, 0, 1))
     # The retained message a sign gets on start carries yesterday's hit: no banner for it.
-    assert view.apply(TOPIC, linked(1_000_000_000, 4, 77, HIT), now=0.0)
+    assert view.receive(TOPIC, linked(1_000_000_000, 4, 77, HIT), now=0.0)
     assert "WINNER" not in view.plain()
 
 
 @pytest.mark.e2e
 def test_the_web_model_shows_a_link_as_a_source_with_the_winner() -> None:
     floor = Floor("progressive", banner_s=30.0)
-    assert floor.apply(TOPIC, linked(1_000_000_000, 0, 3), now=0.0) == "link/link-a"
-    assert floor.apply(TOPIC, linked(999_000_000, 0, 2), now=0.1) is None
-    assert floor.apply(TOPIC, linked(1_000_000_000, 1, 4, HIT), now=1.0) == "link/link-a"
+    assert floor.receive(TOPIC, linked(1_000_000_000, 0, 3), now=0.0) == "link/link-a"
+    assert floor.receive(TOPIC, linked(999_000_000, 0, 2), now=0.1) is None
+    assert floor.receive(TOPIC, linked(1_000_000_000, 1, 4, HIT), now=1.0) == "link/link-a"
     [src] = floor.snapshot(now=2.0)
     assert src["kind"] == "link" and src["meters"][0]["display"] == "$1,000.00"
     assert src["banner"]["table"] == "pmg-02" and src["banner"]["display"] == "$1,204.37"
-    assert floor.apply(TOPIC, b'{"units": "x", "epoch": 0, "lseq": 9}', now=3.0) is None
+    assert floor.receive(TOPIC, b'{"units": "x", "epoch": 0, "lseq": 9}', now=3.0) is None
     assert floor.problem
     # Only the linked meter topic means anything under a link.
-    assert floor.apply("progressive/link/link-a/to/t1", linked(1, 9, 9), now=4.0) is None
+    assert floor.receive("progressive/link/link-a/to/t1", linked(1, 9, 9), now=4.0) is None
 
 
 def test_the_web_sign_subscribes_to_links_only_when_asked() -> None:

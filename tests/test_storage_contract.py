@@ -60,16 +60,13 @@ def money(seq_from: int, n: int, units: int = 7) -> list[Record]:
     """``n`` engine rows with balanced postings, each with the idempotency key t1:SEQ."""
     return [
         Record(
-            "link_applied",
-            {"n": seq_from + i},
-            AT,
-            "t1",
-            None,
-            0,
-            "engine",
-            f"t1:{seq_from + i}",
-            None,
-            (Posting("linked_wagers:pmg", -units), Posting("meter:pmg", units)),
+            kind="link_applied",
+            detail={"n": seq_from + i},
+            at=AT,
+            actor="t1",
+            category="engine",
+            idempotency_key=f"t1:{seq_from + i}",
+            postings=(Posting("linked_wagers:pmg", -units), Posting("meter:pmg", units)),
         )
         for i in range(n)
     ]

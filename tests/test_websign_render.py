@@ -65,7 +65,7 @@ def msg(**data: object) -> bytes:
 def floor_with(*messages: tuple[str, dict[str, Any]]) -> Floor:
     floor = Floor()
     for topic, data in messages:
-        floor.apply(topic, msg(**data), 0)
+        floor.receive(topic, msg(**data), 0)
     return floor
 
 
@@ -118,7 +118,7 @@ def test_a_links_meter_is_priced_on_its_exact_units() -> None:
     # $100.01 from rounding, nor $100.00 from the truncated cents by chance: 99,999 -> 9,999.9)
     link = {"type": "meter", "link": "link-a", "meter": "pmg", "units": 1_000_999_999,
             "epoch": 1, "lseq": 5}  # fmt: skip
-    floor.apply("progressive/link/link-a/meter/pmg", msg(**link), 0)
+    floor.receive("progressive/link/link-a/meter/pmg", msg(**link), 0)
     text = visible(page(floor, only="link/link-a"))
     assert "Mega Link" in text and "Multi-Link Game Progressive" in text
     assert "$1,000.99" in text  # the meter: whole cents, truncated
@@ -149,9 +149,9 @@ def test_a_links_hit_names_the_winning_table_by_its_name_and_asset() -> None:
     floor = Floor(banner_s=30)
     topic = "progressive/link/link-a/meter/pmg"
     base = {"type": "meter", "link": "link-a", "meter": "pmg", "epoch": 1}
-    floor.apply(topic, msg(**base, units=50_000_000_000, lseq=1), 0)
+    floor.receive(topic, msg(**base, units=50_000_000_000, lseq=1), 0)
     hit = {"table": "uth-03", "seat": 5, "hand": "royal-flush", "units": 50_000_000_000}
-    floor.apply(topic, msg(**base, units=10_000_000_000, lseq=2, hit=hit), 1)
+    floor.receive(topic, msg(**base, units=10_000_000_000, lseq=2, hit=hit), 1)
     text = visible(page(floor, only="link/link-a"))
     assert (
         "WINNER | Royal Flush | $50,000.00 | Table 3 · Seat 5 | Table asset number uth-03" in text
@@ -163,9 +163,9 @@ def test_envy_lines_name_the_hand_and_clear_with_the_next_round() -> None:
     floor = floor_with(status(), meter(100_006, 5), event("envy", 9, **envy))
     assert "ENVY BONUS | Seat 5 wins | $100.00 | · AKQ Spades at Seat 3" in visible(page(floor))
     same_round, topic = event("round_locked", 10), f"{T}/tcp-07/event"
-    floor.apply(topic, msg(**same_round[1]), 0)  # a late LOCK of the envy's own round
+    floor.receive(topic, msg(**same_round[1]), 0)  # a late LOCK of the envy's own round
     assert "Seat 5 wins" in visible(page(floor))
-    floor.apply(topic, msg(**{**event("round_locked", 11)[1], "round": 5}), 0)
+    floor.receive(topic, msg(**{**event("round_locked", 11)[1], "round": 5}), 0)
     assert "Seat 5 wins" not in visible(page(floor))
 
 
@@ -179,7 +179,7 @@ def test_every_documented_closed_reason_is_words_and_an_unknown_one_verbatim() -
         assert f"CLOSED | {words}" in text, (reason, text)
         assert reason == words or reason not in text.replace(words, "")
     floor = floor_with(status(), meter(100_000, 2))
-    floor.apply(f"{T}/tcp-07/status", msg(status="offline", table="tcp-07"), 0)
+    floor.receive(f"{T}/tcp-07/status", msg(status="offline", table="tcp-07"), 0)
     assert "CLOSED | The table's jackpot controller is offline" in visible(page(floor))
 
 

@@ -61,8 +61,30 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run, action="transfer")
 
 
+def _render_link_role(status: dict[str, Any]) -> list[str]:
+    """Active or standby since when, and the lease as this controller last saw it."""
+    role = status.get("role")
+    if role is None:
+        return []
+    line = f"role: {role.upper()} since {status['role_since']}"
+    lease = status.get("lease")
+    if lease is not None:
+        holder = lease["holder"] or "nobody"
+        expiry = lease["expires_at"] or "unknown"
+        line += (
+            f"; lease held by {holder} (token {lease['token']}, expires {expiry}, "
+            f"term {lease['lease_s']} s; this controller is {lease['me']})"
+        )
+    lines = [line]
+    brokers = status.get("brokers", [])
+    if len(brokers) > 1:  # one line each; with one, the "broker:" line says it all
+        lines += [f"  broker {b['broker']}: {_broker_line(b)}" for b in brokers]
+    return lines
+
+
 def _render_link_status(status: dict[str, Any]) -> str:
     lines = [f"link {status['link']}  policy {status['policy']}  version {status['version']}"]
+    lines += _render_link_role(status)
     for meter_id, m in status["meters"].items():
         lines.append(
             f"meter {meter_id}: {m['display']} (epoch {m['epoch']}), reserve "
@@ -77,7 +99,8 @@ def _render_link_status(status: dict[str, Any]) -> str:
     lines.append(f"broker: {_broker_line(status['broker'])}")
     ledger = status["ledger"]
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
-    lines.append(f"ledger: {health} (head {ledger['head_seq']})")
+    head = "none read: a standby" if ledger["head_seq"] is None else ledger["head_seq"]
+    lines.append(f"ledger: {health} (head {head})")
     return "\n".join(lines)
 
 

@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validate the file, open and replay the link ledger, and exit",
     )
+    link.add_argument(
+        "--no-standby",
+        action="store_true",
+        help="a ledger in a database whose lease another controller holds: exit 5 instead "
+        "of waiting as a standby; a lease lost while serving: exit 5 instead of standing by",
+    )
     init = sub.add_parser(
         "init",
         help="create a new table's (or link's) ledger, once, before the first run",

@@ -206,7 +206,7 @@ def dispatch(args: argparse.Namespace) -> int:
             headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
         )
     if args.command == "link":
-        return link_cmd.run(args.config, check=args.check)
+        return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
     if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
         if (link := link_cmd.load(args.config)) is None:
             return Exit.USAGE

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import pwd
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -76,7 +75,7 @@ def opener(config: LinkConfig, *, lease: bool = True) -> Callable[[], LinkLedger
     process it replaces)."""
     ledger = config.ledger
     cls = link_ledger_class()
-    holder = (ledger.holder or socket.gethostname()) if ledger.url and lease else None
+    holder = ledger.lease_holder() if lease else None
 
     def open_ledger() -> LinkLedger:
         return cls.open(
@@ -94,8 +93,10 @@ def _status(exc: LedgerError) -> int:
     return int(ledger_status(exc))
 
 
-def run(path: Path, *, check: bool = False) -> int:
+def run(path: Path, *, check: bool = False, standby: bool = True) -> int:
     """Run the link controller (or, with ``check``, replay its ledger read-only, and exit).
+    ``standby``: a database ledger leased to another controller is waited for (docs/link.md,
+    "The standby controller and two brokers"); off, it is exit 5 as before.
 
     Refuses with ``check-config``'s statuses first: the ledger (missing 3, another's or
     not a ledger 4, not writable 5) and the control group (2).
@@ -132,7 +133,7 @@ def run(path: Path, *, check: bool = False) -> int:
     from progressived.link.runtime.controller import LinkController  # noqa: PLC0415 - heavy
 
     logs.configure(config.log.format, config.log.level)
-    controller = LinkController(config, opener(config))
+    controller = LinkController(config, opener(config), standby=standby)
     try:
         status = asyncio.run(controller.run())
     except LedgerError as exc:  # from opening the ledger: nothing was started

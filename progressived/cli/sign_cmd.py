@@ -17,6 +17,7 @@ from typing import Any
 
 from progressived.cli import extras
 from progressived.cli.common import Exit
+from progressived.mqtt.client import broker_address
 from progressived.signs.broker import (
     EXIT_USAGE,
     PASSWORD_ENV,
@@ -39,6 +40,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default 1883, or 8883 with --tls")
+    p.add_argument(
+        "--broker",
+        action="append",
+        metavar="HOST:PORT",
+        help="a broker of a list (repeat it: two brokers, docs/mqtt.md); the sign moves to the "
+        "next when its broker is lost; instead of --host/--port",
+    )
     p.add_argument("--prefix", default="progressive")
     p.add_argument(
         "--table",
@@ -104,9 +112,17 @@ def register(sub: Any) -> None:
 def login_from(args: argparse.Namespace) -> BrokerLogin:
     """The broker login the options describe; :class:`LoginError` if they cannot be used."""
     use_tls = bool(args.tls or args.cafile or args.certfile or args.keyfile)
+    port = args.port if args.port is not None else (8883 if use_tls else 1883)
+    brokers = [(args.host, port)]
+    if args.broker:
+        try:
+            brokers = [broker_address(text, port) for text in args.broker]
+        except ValueError as exc:
+            raise LoginError(f"--broker: {exc}") from None
     login = BrokerLogin(
-        host=args.host,
-        port=args.port if args.port is not None else (8883 if use_tls else 1883),
+        host=brokers[0][0],
+        port=brokers[0][1],
+        fallbacks=tuple(brokers[1:]),
         username=args.username,
         password=resolve_password(args.password, args.password_file),
         tls=use_tls,

@@ -23,6 +23,7 @@ from progressived.board.driver import (
 from progressived.board.keypad import KeypadInterpreter, OutcomeKind
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
+from progressived.daemon.observers import Notify
 from progressived.daemon.outputs import Outputs
 from progressived.engine import Sensors, SetClosed
 from progressived.ledger import LedgerError
@@ -36,9 +37,16 @@ class BoardInput:
     """Feeds one board's events to the journal."""
 
     def __init__(
-        self, journal: Journal, outputs: Outputs, driver: BoardDriver, health: Health
+        self,
+        *,
+        journal: Journal,
+        outputs: Outputs,
+        driver: BoardDriver,
+        health: Health,
+        notify: Notify,
     ) -> None:
         self.journal = journal
+        self.notify = notify
         self.outputs = outputs
         self.driver = driver
         self.health = health
@@ -46,7 +54,7 @@ class BoardInput:
 
     def new_keypad(self) -> KeypadInterpreter:
         """A keypad for the journal's current parameters (again after a reload)."""
-        config = self.journal.config
+        config = self.journal.current.config
         return KeypadInterpreter(
             config.keypad, config.params.paytable.hand_ids, config.params.seats
         )
@@ -56,13 +64,13 @@ class BoardInput:
         now = j.clock()
         match event:
             case SensorsReported(present=present):
-                await j.apply(Sensors(present=present, at=now, actor="board"))
+                await j.submit(Sensors(present=present, at=now, actor="board"))
             case KeyPressed():
                 started = time.perf_counter()
                 outcome = self.keypad.feed(event, now)
-                j.notify("key", {"code": event.code, "display": outcome.display})
+                self.notify("key", {"code": event.code, "display": outcome.display})
                 if outcome.kind is OutcomeKind.COMMAND and outcome.command is not None:
-                    await j.apply(
+                    await j.submit(
                         outcome.command,
                         idempotency_key=event.idempotency_key or None,
                         started=started,
@@ -88,14 +96,15 @@ class BoardInput:
             case BoardOnline(board_id=board_id, protocol_version=version):
                 self.health.board_online = True
                 await j.record("board_online", {"board_id": board_id, "protocol_version": version})
-                await j.apply(SetClosed(reason=BOARD_OFFLINE, closed=False, at=now, actor="system"))
+                opened = SetClosed(reason=BOARD_OFFLINE, closed=False, at=now, actor="system")
+                await j.submit(opened)
                 self.outputs.resend_lights()
             case BoardOffline(reason=reason):
                 self.health.board_online = False
                 self.health.board_offline_since = time.monotonic()
                 self.keypad.reset()
                 await j.record("board_offline", {"reason": reason})
-                await j.apply(SetClosed(reason=BOARD_OFFLINE, closed=True, at=now, actor="system"))
+                await j.submit(SetClosed(reason=BOARD_OFFLINE, closed=True, at=now, actor="system"))
 
     async def run(self) -> None:
         """Forever: the next board event, handled; a ledger fault closes the progressive."""
@@ -105,4 +114,4 @@ class BoardInput:
             try:
                 await self.handle(event)
             except LedgerError as exc:
-                await self.journal.ledger_failed(exc)
+                await self.journal.writer.failed(exc)

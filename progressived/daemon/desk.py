@@ -17,6 +17,7 @@ from progressived.daemon.port import (
     Note,
     ParameterCheck,
     ParameterPlan,
+    Submitted,
 )
 from progressived.engine import Command
 
@@ -49,7 +50,7 @@ class DaemonDesk:
         return self._journal.clock()
 
     def status(self) -> DeskStatus:
-        j, h = self._journal, self._health
+        j, h = self._journal.current, self._health
         ok, why = assess(h, j.config.watchdog)
         if ok and (problem := degraded(j.state.closed)):
             why = problem  # healthy for the watchdog, but an operator must act
@@ -65,7 +66,7 @@ class DaemonDesk:
             broker_connected=h.broker_connected,
             ledger_ok=h.ledger_ok,
             ledger_error=h.last_error,
-            head_seq=j.ledger.head_seq,
+            head_seq=j.head_seq,
             ledger_path=j.config.ledger.path,
             healthy=ok,
             health=why,
@@ -77,7 +78,7 @@ class DaemonDesk:
             broker_denied_total=broker.denied_total if broker is not None else 0,
         )
 
-    async def submit(self, command: Command, *, note: Note | None = None) -> str | None:
+    async def submit(self, command: Command, *, note: Note | None = None) -> Submitted:
         return await self._journal.submit(command, note=note)
 
     async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:
@@ -86,11 +87,11 @@ class DaemonDesk:
     async def change_parameters(self, check: ParameterCheck) -> ParameterPlan | str:
         j = self._journal
         async with j.lock:
-            plan = check(j.state, j.config)
+            plan = check(j.state, j.current.config)
             if isinstance(plan, str) or not plan.changes:
                 return plan
             detail = dict(plan.detail)
-            why_not = await j.reconfigure_locked(plan.config, detail, actor=plan.actor)
+            why_not = await j.writer.reconfigure_locked(plan.config, detail, actor=plan.actor)
             if why_not is not None:
                 return why_not
             self._board_input.keypad = self._board_input.new_keypad()
@@ -100,5 +101,5 @@ class DaemonDesk:
                 operator=plan.actor,
                 approver=detail.get("approver"),
             )
-        j.changed()
+        j.observers.changed()
         return plan

@@ -1,46 +1,41 @@
 """The journal entry point: decide -> append -> apply, the one way state changes.
 
-One lock serialises every write and ledger calls run on one dedicated thread, so the event
-loop keeps serving heartbeats while SQLite waits for fsync and this object is the ledger's
-only writer. A command is decided by the pure engine, journaled (events, postings, balances
-and their outbox messages in one transaction) and only then takes effect: a failure to
-journal leaves the state as it was and closes the progressive.
+One lock serialises every write and ledger calls run on the one ledger thread
+(:class:`~progressived.daemon.ledger_executor.LedgerExecutor`), so the event loop keeps
+serving heartbeats while SQLite waits for fsync and this object is the ledger's only
+writer. A command is decided by the pure engine, journaled (events, postings, balances and
+their outbox messages in one transaction) and only then takes effect: a failure to journal
+leaves the state as it was and closes the progressive.
 
-The ledger thread, system records and the ledger's health are the lower half,
-:mod:`progressived.daemon.ledger_thread` (split off to keep each module about one thing).
+Everything the journal needs is given at construction: the ledger already open (in
+:class:`~progressived.daemon.current.CurrentTable`), the executor, its observers, the
+link's outbox for a table with linked meters. :meth:`Journal.submit` returns what
+happened (:class:`~progressived.daemon.port.Committed` or
+:class:`~progressived.daemon.port.Refused`); nothing reads its attributes to find out.
+System records, the commit, the ledger's failure and recovery, and parameter changes are
+:mod:`progressived.daemon.ledger_writer`'s.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
 
-from progressived.config.daemon import DaemonConfig
-from progressived.daemon.health import Health
-from progressived.daemon.ledger_thread import LedgerThread
-from progressived.daemon.link_out import LinkBook
-from progressived.daemon.metrics import HitCounts
+from progressived.daemon.ledger_writer import LedgerWriter
+from progressived.daemon.link_out import LinkOutbox, Outgoing
 from progressived.daemon.outbox import event_outbox
-from progressived.daemon.port import Note
-from progressived.engine import (
-    LOCAL_BOOK,
-    Accepted,
-    Command,
-    Lock,
-    SetClosed,
-    TableState,
-    decide,
-)
+from progressived.daemon.port import Committed, Note, RefusalCode, Refused, Submitted
+from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, SetClosed, TableState, decide
+from progressived.engine.decision import Decision
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
+from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Batch, LedgerUnavailable
 from progressived.ledger.commit import Statement
 from progressived.ledger.rows import Record
-from progressived.mqtt.payloads import Topics
 
 log = structlog.get_logger("progressived")
 
@@ -48,47 +43,48 @@ LinkAnswer = tuple[MeterAnswered | None, list[Record], list[Statement], str | No
 """A final result journaled: the engine's answer, rows, statements, and the reason to close
 the linked progressive (a refusal resending cannot cure), or ``None``."""
 LinkResultFn = Callable[[TableState, str], Awaitable[LinkAnswer | None]]
-Notify = Callable[[str, Mapping[str, Any]], None]
-"""Tells observers (tests, the demo) what happened: ``applied``, ``rejected``, ``key``..."""
+
+LOCK_REFUSED = "the ledger is unavailable: LOCK refused"
+DUPLICATE = "already applied (the same input was journaled before)"
+NOTE_NOT_JOURNALED = "the ledger is unavailable"
 
 
-class Journal(LedgerThread):
-    """The table's state and the only writer of its ledger: commands decided by the engine
-    and journaled with their outbox messages (the ledger thread, system records and the
-    ledger's health are :class:`~progressived.daemon.ledger_thread.LedgerThread`'s)."""
+@dataclass(frozen=True, slots=True)
+class LinkSide:
+    """A table with linked meters (docs/link.md): the link outbox's sequencer, whose
+    messages go into each decision's transaction, and who sends them (woken after)."""
 
-    def __init__(
-        self,
-        config: DaemonConfig,
-        topics: Topics,
-        health: Health,
-        clock: Callable[[], str],
-        notify: Notify,
-    ) -> None:
-        super().__init__(config, topics, health, clock)
-        self.notify = notify
-        self.hits = HitCounts()
-        self.key_started: dict[int, float] = {}
-        # A table with linked meters (docs/link.md): the linked port, and the link's side of
-        # each decision (messages into the link outbox, in the decision's transaction).
-        self.meter_port: MeterPort = LOCAL_BOOK
-        self.link_book: LinkBook | None = None
-        self.link_wake: Callable[[], None] = lambda: None
-        self.linked_meters: dict[str, Any] = {}  # the link's meter view (LinkedMeter)
+    outbox: LinkOutbox
+    queued: Callable[[], None]
+
+
+class Journal:
+    """The only writer of the table's state: commands decided by the engine and journaled
+    with their outbox messages, through the :class:`LedgerWriter` it is given."""
+
+    def __init__(self, *, writer: LedgerWriter, link: LinkSide | None = None) -> None:
+        self.writer = writer
+        self.current = writer.current
+        self.observers = writer.observers
+        self.lock = writer.lock
+        self.journal_clock = writer.executor.journal_clock
+        self.record = writer.record  # a system event journaled (not a command)
+        self._link = link
+        self._meter_port: MeterPort = LINKED_PORT if link is not None else LOCAL_BOOK
+
+    @property
+    def state(self) -> TableState:
+        return self.current.state
+
+    def clock(self) -> str:
+        """The time for a new command (UTC, ISO 8601)."""
+        return self.writer.clock()
+
+    async def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """A query on the ledger thread (the link client's outbox and ``link_sent`` rows)."""
+        return await self.writer.executor.run(self.current.ledger.read, sql, args)
 
     # ------------------------------------------------------------- commands
-    async def apply(
-        self, command: Command, *, idempotency_key: str | None = None, started: float | None = None
-    ) -> bool:
-        """Decide, journal, then take effect. Returns whether the command was applied.
-
-        ``started`` (perf_counter) is when the key press that caused it arrived, for the
-        key-to-publish histogram.
-        """
-        return (
-            await self.submit(command, idempotency_key=idempotency_key, started=started)
-        ) is None
-
     async def submit(
         self,
         command: Command | MeterAnswered,
@@ -96,10 +92,12 @@ class Journal(LedgerThread):
         idempotency_key: str | None = None,
         started: float | None = None,
         note: Note | None = None,
-    ) -> str | None:
-        """As :meth:`apply`, returning ``None`` when applied, else why not.
+    ) -> Submitted:
+        """Decide, journal, then take effect.
 
         A ``note`` is journaled with the command's events in one transaction (all or none).
+        ``started`` (perf_counter) is when the key press that caused it arrived, for the
+        key-to-publish histogram.
         """
         async with self.lock:
             return await self._submit_locked(command, idempotency_key, started, note)
@@ -107,89 +105,87 @@ class Journal(LedgerThread):
     async def _submit_locked(
         self,
         command: Command | MeterAnswered,
-        idempotency_key: str | None = None,
-        started: float | None = None,
-        note: Note | None = None,
-    ) -> str | None:
+        idempotency_key: str | None,
+        started: float | None,
+        note: Note | None,
+    ) -> Submitted:
         # Stamp the note, then the command's time, in journal order now (no await before
         # the write is queued, so no other write can come between).
         note_at = self.journal_clock.stamp(self.clock()) if note is not None else ""
         command = replace(command, at=self.journal_clock.stamp(command.at))
-        if isinstance(command, Lock) and not self.health.ledger_ok:
-            why = "the ledger is unavailable: LOCK refused"
+        if isinstance(command, Lock) and not self.writer.health.ledger_ok:
             await self._noted(note, note_at)
-            await self.refuse(why, "ledger-unavailable", command)
-            return why
-        decision = decide(self.params, self.state, command, self.meter_port)
-        if not decision.accepted:
+            await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
+            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
+        decision = decide(self.current.params, self.state, command, self._meter_port)
+        if not isinstance(decision, Accepted) or not decision.events:
             if not await self._noted(note, note_at):
-                return "the ledger is unavailable"
+                return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED)
+            if isinstance(decision, Accepted):
+                return Committed(events=(), seqs=range(0))
             await self.refuse(decision.reason, decision.code, command, idempotency_key)
-            return decision.reason
-        if not decision.events:
-            return None if await self._noted(note, note_at) else "the ledger is unavailable"
-        items: list[Batch | Record] = []
-        if note is not None:
-            items.append(self._note_record(note, note_at))
-        items.append(
-            Batch(
-                decision.events,
-                decision.state,
-                command.at,
-                command.actor,
-                idempotency_key,
-                event_outbox(self.topics, self.params.table_id, decision.events),
-            )
-        )
-        link = None
-        seen = None
-        if self.link_book is not None and idempotency_key is not None:
-            seen = await self.db(self.ledger.lookup, str(idempotency_key))
-        if self.link_book is not None and seen is None:
-            head = (self.ledger.head_seq, self.ledger.head_hash)
-            link = self.link_book.outgoing(
-                self.state, decision.state, decision.events, command.actor, command.at, head
-            )
-            items += link.records
+            return Refused(code=RefusalCode.REJECTED, reason=decision.reason)
+        items = self._items(command, decision, idempotency_key, note, note_at)
+        link = await self._link_messages(command, decision, idempotency_key)
         try:
-            results = await self.commit(
-                self.ledger.transact, items, link.statements if link is not None else ()
+            results = await self.writer.commit(
+                self.current.ledger.transact,
+                [*items, *(link.records if link is not None else ())],
+                link.statements if link is not None else (),
             )
         except LedgerUnavailable as exc:
-            await self.ledger_failed(exc)
-            return "the ledger is unavailable" if note is not None else f"not journaled: {exc}"
-        result = results[-1]
-        self.last_write = time.monotonic()
-        if result.duplicate:
+            await self.writer.failed(exc)
+            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}")
+        if results[-1].duplicate:
             log.info("duplicate input ignored", key=idempotency_key)
-            return "already applied (the same input was journaled before)"
-        self.state = decision.state
-        if link is not None and self.link_book is not None:
-            self.link_book.committed(link)
+            return Refused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
+        self.current.state = decision.state
+        if link is not None and self._link is not None:
+            self._link.outbox.committed(link)
             if link.records:
-                self.link_wake()
+                self._link.queued()
         structlog.contextvars.bind_contextvars(round=self.state.round)
-        self.hits.count(decision.events)
-        if self.metrics is not None:
-            self.metrics.count(decision.events)
-        if started is not None and result.last_seq >= result.first_seq:
-            # the first outbox message of this command carries one of these seqs
-            for seq in range(result.first_seq, result.last_seq + 1):
-                self.key_started[seq] = started
-            if len(self.key_started) > 10_000:
-                self.key_started.clear()
-        for event in decision.events:
-            log.info(
-                "event",
-                kind=event.kind,
-                table=self.params.table_id,
-                round=event.round,
-                seat=event.seat or None,
-            )
-        self.notify("applied", {"events": decision.events})
-        self.changed()
-        return None
+        seqs = range(results[-1].first_seq, results[-1].last_seq + 1)
+        self.observers.committed(decision.events, seqs, started)
+        self.observers.changed()
+        return Committed(events=decision.events, seqs=seqs, link=link)
 
+    def _items(
+        self,
+        command: Command | MeterAnswered,
+        decision: Accepted,
+        idempotency_key: str | None,
+        note: Note | None,
+        note_at: str,
+    ) -> list[Batch | Record]:
+        """The decision's rows (after its note's, if any) and their sign messages."""
+        batch = Batch(
+            decision.events,
+            decision.state,
+            command.at,
+            command.actor,
+            idempotency_key,
+            event_outbox(self.writer.topics, self.current.params.table_id, decision.events),
+        )
+        return [batch] if note is None else [self.note_record(note, note_at), batch]
+
+    async def _link_messages(
+        self, command: Command | MeterAnswered, decision: Accepted, idempotency_key: str | None
+    ) -> Outgoing | None:
+        """The link outbox messages the decision makes (none on a table without linked
+        meters, and none for an input journaled before: they went with it then)."""
+        if self._link is None:
+            return None
+        if idempotency_key is not None:
+            seen = await self.writer.executor.run(self.current.ledger.lookup, idempotency_key)
+            if seen is not None:
+                return None
+        head = (self.current.ledger.head_seq, self.current.ledger.head_hash)
+        return self._link.outbox.outgoing(
+            self.state, decision.state, decision.events, command.actor, command.at, head
+        )
+
+    # ------------------------------------------------------------- the link's results
     async def link_result(self, build: LinkResultFn) -> bool:
         """Journal a final result from the link in one transaction: its ``link_result`` row,
         the deletion of its outbox row, the engine's answer (if the round awaits one) and,
@@ -202,48 +198,56 @@ class Journal(LedgerThread):
             if built is None:
                 return False
             answer, records, statements, close = built
-            items: list[Batch | Record] = []
-            state, events = self.state, list[Event]()
             commands: list[Command | MeterAnswered] = [] if answer is None else [answer]
             if close is not None:
                 commands.append(SetClosed(reason=close, closed=True, at=at, actor="link"))
-            for command in commands:
-                decided = decide(self.params, state, replace(command, at=at), self.meter_port)
-                if not isinstance(decided, Accepted):
-                    log.error("the link's answer does not fit the round", reason=decided.reason)
-                    continue
-                if decided.events:
-                    items.append(Batch(decided.events, decided.state, at, "link", None,
-                                       event_outbox(self.topics, self.params.table_id,
-                                                    decided.events)))  # fmt: skip
-                    state, events = decided.state, [*events, *decided.events]
-            items += records
+            items, state, events = self._answers(commands, at)
             try:
-                await self.commit(self.ledger.transact, items, statements)
+                await self.writer.commit(
+                    self.current.ledger.transact, [*items, *records], statements
+                )
             except LedgerUnavailable as exc:
-                await self.ledger_failed(exc)
+                await self.writer.failed(exc)
                 return False
-            self.last_write = time.monotonic()
             if events:
-                self.state = state
-                self.hits.count(events)
-                self.notify("applied", {"events": tuple(events)})
-            self.wake()
-            self.changed()
+                self.current.state = state
+                self.observers.answered(events)
+            self.observers.queued()
+            self.observers.changed()
             return True
 
-    def _note_record(self, note: Note, at: str) -> Record:
+    def _answers(
+        self, commands: Sequence[Command | MeterAnswered], at: str
+    ) -> tuple[list[Batch | Record], TableState, list[Event]]:
+        """The link's answer and closing, decided one after the other on the current state."""
+        items: list[Batch | Record] = []
+        state, events = self.state, list[Event]()
+        for command in commands:
+            decided: Decision = decide(
+                self.current.params, state, replace(command, at=at), self._meter_port
+            )
+            if not isinstance(decided, Accepted):
+                log.error("the link's answer does not fit the round", reason=decided.reason)
+                continue
+            if decided.events:
+                outbox = event_outbox(
+                    self.writer.topics, self.current.params.table_id, decided.events
+                )
+                items.append(Batch(decided.events, decided.state, at, "link", None, outbox))
+                state, events = decided.state, [*events, *decided.events]
+        return items, state, events
+
+    # ------------------------------------------------------------- notes and refusals
+    def note_record(self, note: Note, at: str) -> Record:
         category = "operator" if note.kind.startswith("operator") else "system"
         return Record(
-            note.kind,
-            dict(note.detail),
-            at,
-            note.actor,
-            self.state.round,
-            0,
-            category,
-            None,
-            self.system_outbox(note.kind, note.detail),
+            kind=note.kind,
+            detail=dict(note.detail),
+            at=at,
+            actor=note.actor,
+            round=self.state.round,
+            category=category,
+            outbox=self.writer.system_outbox(note.kind, note.detail),
         )
 
     async def _noted(self, note: Note | None, at: str) -> bool:
@@ -251,12 +255,11 @@ class Journal(LedgerThread):
         if note is None:
             return True
         try:
-            await self.commit(self.ledger.transact, [self._note_record(note, at)])
+            await self.writer.commit(self.current.ledger.transact, [self.note_record(note, at)])
         except LedgerUnavailable as exc:
-            await self.ledger_failed(exc)
+            await self.writer.failed(exc)
             return False
-        self.last_write = time.monotonic()
-        self.wake()
+        self.observers.queued()
         return True
 
     async def refuse(
@@ -266,21 +269,14 @@ class Journal(LedgerThread):
         command: Command | MeterAnswered,
         idempotency_key: str | None = None,
     ) -> None:
-        log.warning(
-            "command rejected",
-            reason=reason,
-            code=code,
-            command=type(command).__name__,
-            table=self.params.table_id,
-            round=self.state.round,
-        )
-        self.notify("rejected", {"reason": reason, "code": code})
-        if self.metrics is not None:
-            self.metrics.rejected.labels(self.params.table_id, code).inc()
-        if self.health.ledger_ok:
+        """Tell and count a refusal, and journal it (``command_rejected``) if the ledger
+        takes writes."""
+        name = type(command).__name__
+        self.observers.rejected(reason, code, name, self.state.round)
+        if self.writer.health.ledger_ok:
             await self.record(
                 "command_rejected",
-                {"command": type(command).__name__, "reason": reason, "code": code},
+                {"command": name, "reason": reason, "code": code},
                 actor=command.actor,
                 idempotency_key=idempotency_key,
             )

@@ -32,15 +32,15 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import aiomqtt
 import structlog
 
 from progressived.config.daemon import DaemonConfig, LinkSection
 from progressived.daemon.journal import Journal
-from progressived.daemon.link_out import DELETE, LinkBook, result_record
+from progressived.daemon.link_out import DELETE, LinkOutbox, result_record
 from progressived.daemon.link_refusal import RefusalLog, closes, closure_reason, refused_code
 from progressived.daemon.port import LinkedMeterView, LinkStatus
 from progressived.engine import SetClosed
@@ -72,20 +72,32 @@ class LinkClient:
     """The link's side of one table daemon (built by :mod:`progressived.daemon.service`)."""
 
     def __init__(
-        self, journal: Journal, config: DaemonConfig, link: LinkSection, session: MqttSession
+        self,
+        *,
+        journal: Journal,
+        config: DaemonConfig,
+        link: LinkSection,
+        session: MqttSession,
+        outbox: LinkOutbox,
+        queued: asyncio.Event,
+        meters: dict[str, lm.LinkedMeter],
+        changed: Callable[[], None],
     ) -> None:
+        """``outbox``, ``queued`` (set by the journal after a decision queued messages) and
+        ``meters`` (the link's latest value per linked meter, which the outputs draw) are
+        made before the journal and shared with it and the outputs; ``changed`` redraws."""
         self.journal = journal
         self.session = session
         self.config = config
         self.link = link
         params, prefix = config.params, config.mqtt.prefix
-        self.book = LinkBook(params, link.id, prefix)
+        self.outbox = outbox
         self.to_topic = lm.to_table_topic(prefix, link.id, params.table_id)
         self.at_link = params.link_meter_ids()  # table meter id -> the link's id for it
         self.meter_topics = {  # the link's meter topic -> the table's meter id
             lm.meter_topic(prefix, link.id, at): m for m, at in sorted(self.at_link.items())
         }
-        self.meters: dict[str, lm.LinkedMeter] = {}  # the link's latest view per meter
+        self.meters = meters  # the link's latest view per meter
         self.last_heartbeat = time.monotonic()
         self.heard = False  # a heartbeat since the daemon started
         self.up = False  # heartbeats arriving
@@ -99,8 +111,8 @@ class LinkClient:
         self.refusals = RefusalLog(link.id, self.at_link)  # error lines, the link's words
         self.unreadable: dict[str, int] = {}  # messages on the link's topics ignored, by code
         self._unreadable_said: dict[str, float] = {}
-        self._wake = asyncio.Event()
-        self.changed: Any = lambda: None  # the outputs redraw (the linked meter's value)
+        self._wake = queued
+        self.changed = changed  # the outputs redraw (the linked meter's value)
         session.subscribe(self.to_topic, self._message)
         for topic in self.meter_topics:
             session.subscribe(topic, self._message)
@@ -115,16 +127,15 @@ class LinkClient:
     async def load(self) -> None:
         """Rebuild sequences and claim ids from the ledger (after the journal opened it)."""
         j = self.journal
-        rows = await j.db(
-            j.ledger.read,
+        rows = await j.read(
             "SELECT data FROM journal WHERE kind = 'link_sent' AND "
             "(round >= ? OR seq = (SELECT max(seq) FROM journal WHERE kind = 'link_sent')) "
             "ORDER BY seq",
             (j.state.round,),
         )
-        self.book.load([(json.loads(data),) for (data,) in rows])
+        self.outbox.load([(json.loads(data),) for (data,) in rows])
         await self.refresh()
-        log.info("link", link=self.link.id, next_seq=self.book.next_seq, outbox=self.depth)
+        log.info("link", link=self.link.id, next_seq=self.outbox.next_seq, outbox=self.depth)
 
     def wake(self) -> None:
         self._wake.set()
@@ -133,7 +144,7 @@ class LinkClient:
         """Re-read the outbox's depth and its oldest message (the sender does it as it goes;
         this is for when it is not running: no broker)."""
         j = self.journal
-        ((depth, payload),) = await j.db(j.ledger.read, _OLDEST)
+        ((depth, payload),) = await j.read(_OLDEST)
         self.depth = int(depth)
         self.oldest_at = _sent_at(payload) if payload is not None else None
 
@@ -190,7 +201,7 @@ class LinkClient:
         j = self.journal
         while True:
             self._wake.clear()
-            rows = await j.db(j.ledger.read, _PENDING, (0,))
+            rows = await j.read(_PENDING, (0,))
             self.depth = len(rows)
             self.oldest_at = _sent_at(rows[0][4]) if rows else None
             now = time.monotonic()
@@ -235,7 +246,7 @@ class LinkClient:
 
     async def _set_closed(self, closed: bool) -> None:
         j = self.journal
-        await j.apply(SetClosed(reason=LINK_DOWN, closed=closed, at=j.clock(), actor="system"))
+        await j.submit(SetClosed(reason=LINK_DOWN, closed=closed, at=j.clock(), actor="system"))
 
     # ------------------------------------------------------------- messages in
     async def _received(self, topic: str, payload: bytes) -> None:
@@ -285,7 +296,6 @@ class LinkClient:
         if known is not None and (meter.epoch, meter.lseq) <= (known.epoch, known.lseq):
             return  # never older than what the sign showed
         self.meters[meter_id] = meter
-        self.journal.linked_meters[meter_id] = meter
         self.changed()
 
     async def _heartbeat(self, beat: lm.Heartbeat) -> None:
@@ -332,14 +342,12 @@ class LinkClient:
         self, result: lm.Result, state: TableState, at: str, close: str | None = None
     ) -> tuple[MeterAnswered | None, list[Record], list[Statement], str | None] | None:
         j = self.journal
-        rows = await j.db(
-            j.ledger.read, "SELECT id, payload FROM link_outbox WHERE seq = ?", (result.seq,)
-        )
+        rows = await j.read("SELECT id, payload FROM link_outbox WHERE seq = ?", (result.seq,))
         if not rows or rows[0][0] != result.id:
             log.debug("link: repeated result ignored", seq=result.seq)
             return None
         message = json.loads(rows[0][1])
-        answer = self.book.answer(state, message, result, at)
+        answer = self.outbox.answer(state, message, result, at)
         record = result_record(self.link.id, result, str(message["type"]), at)
         if refused_code(state.closed) is not None:
             close = None  # closed by a refusal already: the first one's code stays shown
@@ -350,7 +358,7 @@ class LinkClient:
         """Whether ``result`` answers a message this table is still waiting on (a refusal
         of something it never sent, or already journaled, changes nothing)."""
         j = self.journal
-        rows = await j.db(j.ledger.read, "SELECT id FROM link_outbox WHERE seq = ?", (result.seq,))
+        rows = await j.read("SELECT id FROM link_outbox WHERE seq = ?", (result.seq,))
         return bool(rows) and rows[0][0] == result.id
 
     async def _close_refused(self, result: lm.Result) -> None:
@@ -358,4 +366,4 @@ class LinkClient:
         j = self.journal
         if refused_code(j.state.closed) is None:
             reason = closure_reason(result.code)
-            await j.apply(SetClosed(reason=reason, closed=True, at=j.clock(), actor="link"))
+            await j.submit(SetClosed(reason=reason, closed=True, at=j.clock(), actor="link"))

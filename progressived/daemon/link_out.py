@@ -1,6 +1,6 @@
 """The table's side of the link protocol, without I/O: messages out, results in.
 
-:class:`LinkBook` turns the events of one journaled decision into the messages the link
+:class:`LinkOutbox` turns the events of one journaled decision into the messages the link
 must get (docs/link.md, "Table side"): one ``contribution`` per LOCK (per linked meter the
 count and units of the wagers locked), a ``claim`` per claim on a linked meter the round
 asked the meter for, a ``claim_confirm`` per CONFIRM of a linked award, a ``claim_reject``
@@ -15,7 +15,7 @@ priced by the link, paid at the confirm's amount, or ``claim_refused``).
 
 A linked meter has two ids: the table's (what its paytable's percentage pays name, in its
 events and its ledger) and the link's (``link_meter``, in every message to the link); the
-book turns one into the other both ways.
+outbox turns one into the other both ways.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class ClaimRef:
 
 @dataclass
 class Outgoing:
-    """The messages one decision makes: rows for its transaction, then the book's update."""
+    """The messages one decision makes: rows for its transaction, then the outbox's update."""
 
     records: list[Record] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
@@ -80,8 +80,10 @@ class Outgoing:
     contributions: dict[int, str] = field(default_factory=dict)
 
 
-class LinkBook:
-    """Sequences, claim ids and the contribution of each round; rebuilt from the ledger."""
+class LinkOutbox:
+    """The link outbox's sequencer: sequences, claim ids and the contribution of each
+    round, rebuilt from the ledger (not a *book*: that word is the engine's meter book and
+    the link controller's book)."""
 
     def __init__(self, params: TableParams, link_id: str, prefix: str) -> None:
         self.params = params
@@ -206,13 +208,20 @@ class LinkBook:
             "message": json.loads(payload),
         }
         out.records.append(
-            Record("link_sent", detail, at, actor or "system", round_no, seat, "system", None, None)
+            Record(
+                kind="link_sent",
+                detail=detail,
+                at=at,
+                actor=actor or "system",
+                round=round_no,
+                seat=seat,
+            )
         )
         out.statements.append((INSERT, (msg.seq, msg.id, msg.type, self.topic, payload)))
         out.next_seq = max(out.next_seq, msg.seq + 1)
 
     def committed(self, out: Outgoing) -> None:
-        """The decision's transaction committed: its messages are the book's."""
+        """The decision's transaction committed: its messages are the outbox's."""
         self.next_seq = out.next_seq
         for record in out.records:
             self._remember(dict(record.detail["message"]))
@@ -290,7 +299,7 @@ def result_record(link_id: str, result: lm.Result, message_type: str, at: str) -
         "code": result.code,
         "result": lm.to_dict(result),
     }
-    return Record("link_result", detail, at, "link", None, 0, "system", None, None)
+    return Record(kind="link_result", detail=detail, at=at, actor="link")
 
 
 def _refused(ref: ClaimRef, result: lm.Result, at: str) -> MeterAnswered:

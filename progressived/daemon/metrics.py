@@ -53,6 +53,13 @@ class HitCounts:
                 self.hits[key] = self.hits.get(key, 0) + int(row["hits"])
                 self.wins[key] = self.wins.get(key, 0) + int(row["units"])
 
+    def reset(self, report: Mapping[str, Any]) -> None:
+        """Count from ``report`` (the ledger's meters report) instead of what was counted."""
+        fresh = HitCounts()
+        fresh.seed(report)
+        with self.lock:  # one swap: a scrape sees the old counts or the new, never a mix
+            self.progressive_in, self.hits, self.wins = fresh.progressive_in, fresh.hits, fresh.wins
+
     def count(self, events: Iterable[Event]) -> None:
         with self.lock:
             for event in events:
@@ -272,11 +279,10 @@ class MetricsSource(Protocol):
 class TableMetrics(Endpoint):
     """The registry and the event-driven counters of one controller."""
 
-    def __init__(self, source: MetricsSource, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, table_id: str, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=False)
-        self.registry.register(_TableCollector(source))
         labels = ["table"]
-        self.table = source.table_id()
+        self.table = table_id
         self.wagers = Counter(
             "progressive_wagers_locked",
             "Wagers locked since start.",
@@ -327,6 +333,14 @@ class TableMetrics(Endpoint):
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+
+    def collect(self, source: MetricsSource) -> None:
+        """Read the gauges and persistent counters from ``source`` at each scrape.
+
+        Separate from construction: the counters above are the journal's observers (built
+        before it), while ``source`` reads parts built after it (the link client's status).
+        """
+        self.registry.register(_TableCollector(source))
 
     def count(self, events: Iterable[Event]) -> None:
         t = self.table

@@ -14,14 +14,23 @@ from progressived.config.daemon import DaemonConfig, load_daemon_config
 from progressived.config.table import ConfigError
 from progressived.core.money import MoneyError, cents, display, dollars
 from progressived.core.params import TableParams
-from progressived.daemon.port import DeskPort, DeskStatus, LinkStatus, Note, ParameterPlan
+from progressived.daemon.port import (
+    DeskPort,
+    DeskStatus,
+    LinkStatus,
+    Note,
+    ParameterPlan,
+    RefusalCode,
+    Refused,
+)
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
-from progressived.engine.state import LINK_REFUSED
+from progressived.engine.state import LINK_REFUSED, Phase
 from progressived.ledger import parameters
 from progressived.mqtt.payloads import meter_state
 from progressived.runtime.control import Peer
 
 OPERATOR_CLOSED = "operator"
+LEDGER_UNAVAILABLE = "the ledger is unavailable"
 
 
 class OperatorDesk:
@@ -111,18 +120,19 @@ class OperatorDesk:
             # The operator's action and its effect are journaled in one transaction.
             who = {"operator": operator, "reason": reason, "uid": peer.uid, "pid": peer.pid}
             closing = action == "close"
-            why_not = await self.port.submit(
+            done = await self.port.submit(
                 SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator),
                 note=Note(f"operator_{action}", who, operator),
             )
-            if why_not == "the ledger is unavailable":
-                return {"ok": False, "error": why_not}
+            # Refused otherwise (already closed so, say): the answer shows the closures.
+            if isinstance(done, Refused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
+                return {"ok": False, "error": LEDGER_UNAVAILABLE}
             if not closing:  # the configuration fixed: the link refusal's closure ends too
                 for reason in sorted(self.port.status().state.closed):
                     if reason.startswith(LINK_REFUSED):
                         reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
-                        if (why_not := await self.port.submit(reopen)) is not None:
-                            return {"ok": False, "error": why_not}
+                        if isinstance(done := await self.port.submit(reopen), Refused):
+                            return {"ok": False, "error": done.reason}
             return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
             return await self.reload_parameters(operator, approver, reason, peer)
@@ -151,9 +161,8 @@ class OperatorDesk:
                     actor=operator,
                     at=now,
                 )
-            why_not = await self.port.submit(command)
-            if why_not is not None:
-                return {"ok": False, "error": why_not}
+            if isinstance(done := await self.port.submit(command), Refused):
+                return {"ok": False, "error": done.reason}
             return {"ok": True, "status": self.status()}
         return {"ok": False, "error": f"unknown action {action!r}"}
 
@@ -214,7 +223,7 @@ def plan_reload(
     state: TableState, current: DaemonConfig, who: Mapping[str, Any]
 ) -> ParameterPlan | str:
     """The configuration file re-read and checked against the running table, or why not."""
-    if state.phase.value != "open" or state.pending:
+    if state.phase is not Phase.OPEN or state.pending:
         return "refused while a round is open: reconcile or void it first"
     try:
         new = load_daemon_config(current.source)

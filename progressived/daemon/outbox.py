@@ -6,9 +6,10 @@ published if and only if its rows were committed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from progressived.daemon.ledger_executor import LedgerExecutor
 from progressived.engine.events import Event
 from progressived.ledger import JournalRow, Ledger, OutboxFn, OutboxMessage
 from progressived.mqtt.payloads import Topics, dumps, event_payload, system_payload
@@ -46,22 +47,16 @@ def system_outbox(topics: Topics, table_id: str, kind: str, detail: Mapping[str,
     return build
 
 
-class LedgerThread(Protocol):
-    """Runs a ledger call on the ledger's one thread."""
-
-    def __call__(self, fn: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
-
-
 class LedgerOutbox:
     """The publisher's view of the ledger's outbox, read and acknowledged on the ledger thread."""
 
-    def __init__(self, ledger: Callable[[], Ledger], db: LedgerThread) -> None:
+    def __init__(self, ledger: Ledger, executor: LedgerExecutor) -> None:
         self._ledger = ledger
-        self._db = db
+        self._executor = executor
 
     async def pending(self, limit: int) -> Sequence[PendingMessage]:
-        rows = await self._db(self._ledger().outbox_pending, limit)
+        rows = await self._executor.run(self._ledger.outbox_pending, limit)
         return [PendingMessage(r.id, r.topic, r.payload, r.qos, r.retain, r.seq) for r in rows]
 
     async def ack(self, ids: Sequence[int]) -> None:
-        await self._db(self._ledger().outbox_ack, ids)
+        await self._executor.run(self._ledger.outbox_ack, ids)

@@ -1,13 +1,13 @@
 """What the table shows: seat lights on the board, meter payloads for the signs.
 
-Redrawn after every journaled change (:attr:`Journal.changed`); also the publisher's hook,
-which times key press -> publish.
+Redrawn after every journaled change (the journal's ``changed`` observer), when the board
+comes back, and when the link publishes a linked meter.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -15,8 +15,10 @@ import structlog
 from progressived.board.driver import BoardDriver
 from progressived.board.lights import Light, lights
 from progressived.core.money import cents, display
+from progressived.daemon.current import CurrentTable
 from progressived.daemon.health import Health
-from progressived.daemon.journal import Journal
+from progressived.engine.state import Phase
+from progressived.link.core.messages import LinkedMeter
 from progressived.mqtt.payloads import (
     closures,
     meter_payload,
@@ -25,36 +27,48 @@ from progressived.mqtt.payloads import (
     pending_awards,
 )
 from progressived.mqtt.publisher import SignPublisher
+from progressived.runtime.clock import JournalClock
 
 log = structlog.get_logger("progressived")
 
 
 class Outputs:
-    """Lights and meters, drawn from the journal's state and the ledger's health."""
+    """Lights and meters, drawn from the table as journaled and the ledger's health.
+
+    ``linked``: the link's latest value of each linked meter (the link client's, read here).
+    """
 
     def __init__(
-        self, journal: Journal, publisher: SignPublisher, driver: BoardDriver, health: Health
+        self,
+        *,
+        current: CurrentTable,
+        publisher: SignPublisher,
+        driver: BoardDriver,
+        health: Health,
+        journal_clock: JournalClock,
+        linked: Mapping[str, LinkedMeter],
     ) -> None:
-        self.journal = journal
+        self.current = current
         self.publisher = publisher
         self.driver = driver
         self.health = health
+        self.journal_clock = journal_clock
+        self.linked = linked
         self._lights: dict[int, Light] | None = None
 
     def redraw(self) -> None:
         """Meter payloads for every meter, and the lights if they changed."""
-        j = self.journal
-        params, state = j.params, j.state
-        head = j.ledger.head_seq
+        params, state = self.current.params, self.current.state
+        head = self.current.head_seq
         # Stamped by the journal's clock: never earlier than the row ``head`` (or any before),
         # and never earlier than the meter message before it, even if the wall clock steps back.
-        ts = j.journal_clock.stamp()
+        ts = self.journal_clock.stamp()
         board_online, ledger_ok = self.health.board_online, self.health.ledger_ok
         for meter in params.meters:
             linked = meter.link is not None
             # A linked meter shows the link's value (its retained meter topic); until the
             # table has heard it, the meter is closed ("waiting for link"), never $0.00 open.
-            view = j.linked_meters.get(meter.id) if linked else None
+            view = self.linked.get(meter.id) if linked else None
             heard = not linked or view is not None
             shown_state = meter_state(state, meter.id, board_online, linked, heard)
             if not ledger_ok:
@@ -75,7 +89,7 @@ class Outputs:
             self.publisher.set_meter(meter.id, payload)
         self.publisher.wake()
         shown = lights(state, params.seats)
-        if not self.health.ledger_ok and state.phase.value == "open":
+        if not self.health.ledger_ok and state.phase is Phase.OPEN:
             shown = dict.fromkeys(shown, Light.CLOSED)
         if shown != self._lights:
             self._lights = shown
@@ -87,18 +101,8 @@ class Outputs:
         self._lights = None
         self.redraw()
 
-    # ------------------------------------------------------------- publisher hooks
-    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
-        j = self.journal
-        started = j.key_started.pop(seq, None)
-        if started is not None and j.metrics is not None:
-            j.metrics.key_to_publish.labels(j.params.table_id).observe(
-                time.perf_counter() - started
-            )
-        j.notify("published", {"topic": topic, "seq": seq, "first_seen": first_seen})
 
-
-def linked_fields(link: str, view: Any) -> dict[str, Any]:
+def linked_fields(link: str, view: LinkedMeter | None) -> dict[str, Any]:
     """A linked meter's sign fields: the link's value, epoch and sequence (none yet: 0)."""
     units = int(view.units) if view is not None else 0
     return {

@@ -8,13 +8,16 @@ on each other.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from progressived.config.daemon import DaemonConfig
+from progressived.daemon.link_out import Outgoing
 from progressived.engine import Command, TableState
+from progressived.engine.events import Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,40 @@ class Note:
     kind: str
     detail: Mapping[str, Any]
     actor: str
+
+
+class RefusalCode(enum.StrEnum):
+    """Why the journal did not take a command: what its callers match on (never the text)."""
+
+    REJECTED = "rejected"
+    """The engine refused it (its own code is logged, counted and journaled)."""
+    LEDGER_UNAVAILABLE = "ledger-unavailable"
+    """The ledger refused the write, or is unavailable (the progressive is closed)."""
+    DUPLICATE = "duplicate"
+    """Its idempotency key was journaled before: the same input, not applied twice."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Committed:
+    """A command journaled and taken: its events (none for one that changed nothing), the
+    journal rows it wrote (``seqs``; empty when none) and the link outbox messages it
+    queued (``link``; None on a table without linked meters or for a repeated input)."""
+
+    events: tuple[Event, ...]
+    seqs: range
+    link: Outgoing | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refused:
+    """A command not taken: ``code`` to match on, ``reason`` in words for a person."""
+
+    code: RefusalCode
+    reason: str
+
+
+Submitted = Committed | Refused
+"""What :meth:`Journal.submit` returns (and the operator desk's port passes on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +157,8 @@ class DeskPort(Protocol):
 
     def status(self) -> DeskStatus: ...
 
-    async def submit(self, command: Command, *, note: Note | None = None) -> str | None:
-        """Decide and journal ``command`` (with ``note``, in one transaction): None or why not."""
+    async def submit(self, command: Command, *, note: Note | None = None) -> Submitted:
+        """Decide and journal ``command`` (with ``note``, in one transaction)."""
         ...
 
     async def record(self, kind: str, detail: Mapping[str, Any], *, actor: str) -> bool:

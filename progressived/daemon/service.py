@@ -19,25 +19,22 @@ from progressived import __version__
 from progressived.board.driver import BoardDriver
 from progressived.config.daemon import DaemonConfig
 from progressived.config.drivers import load_driver_factory
+from progressived.daemon.assembly import OpenTable, Surroundings, assemble
 from progressived.daemon.board_input import BOARD_OFFLINE, BoardInput
 from progressived.daemon.desk import DaemonDesk
 from progressived.daemon.health import Health
 from progressived.daemon.journal import Journal
-from progressived.daemon.link import LinkClient
-from progressived.daemon.metrics import HitCounts, TableMetrics
+from progressived.daemon.ledger_executor import LedgerExecutor
 from progressived.daemon.operator import OperatorDesk
-from progressived.daemon.outbox import LedgerOutbox
-from progressived.daemon.outputs import Outputs, log_task_error
+from progressived.daemon.outputs import log_task_error
+from progressived.daemon.port import Submitted
 from progressived.daemon.selfcheck import run_selfcheck
-from progressived.daemon.upkeep import MetricsView, housekeeping, watchdog
+from progressived.daemon.upkeep import housekeeping, watchdog
 from progressived.engine import Command, SetClosed, TableState
-from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Ledger, LedgerError, reports
-from progressived.mqtt.payloads import Topics
-from progressived.mqtt.publisher import SignPublisher
 from progressived.mqtt.session import MqttSession
 from progressived.mqtt.session_log import LoggedSession
-from progressived.runtime.clock import utc_now
+from progressived.runtime.clock import JournalClock, utc_now
 from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.systemd import Notifier
 
@@ -45,7 +42,6 @@ log = structlog.get_logger("progressived")
 
 SELF_CHECK_FAILED = "self-check failed"
 INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
-HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 __all__ = ["BOARD_OFFLINE", "SELF_CHECK_FAILED", "Controller", "run_daemon"]
 
 P = ParamSpec("P")
@@ -53,7 +49,13 @@ T = TypeVar("T")
 
 
 class Controller:
-    """One table's daemon: the parts, built and run together."""
+    """One table's daemon: the parts, built and run together.
+
+    What does not need the ledger (the ledger thread, the broker session, the board driver,
+    health) is built here; :meth:`start` opens the ledger and builds the rest over it
+    (:func:`~progressived.daemon.assembly.assemble`), so no part ever sees a ledger that is
+    not open.
+    """
 
     def __init__(
         self,
@@ -68,8 +70,8 @@ class Controller:
         self.notifier = notifier or Notifier()
         self.health = Health()
         self.listeners: list[Callable[[str, Mapping[str, Any]], None]] = []
-        topics = Topics(config.mqtt.prefix, config.params.table_id)
-        self.journal = Journal(config, topics, self.health, clock, self._notify)
+        self.clock = clock
+        self.executor = LedgerExecutor(JournalClock(clock))
         if driver is None:
             driver = load_driver_factory(config.driver).create(config.board)
         self.driver = driver
@@ -80,27 +82,8 @@ class Controller:
             config.mqtt.broker_options(f"progressived-{table_id}"), observers=[LoggedSession()]
         )
         self.health.broker = self.session
-        self.publisher = SignPublisher(
-            self.session,
-            topics,
-            LedgerOutbox(lambda: self.journal.ledger, self.journal.db),
-            meter_max_rate_hz=config.mqtt.meter_max_rate_hz,
-            version=version,
-            clock=clock,
-            hooks=_PublisherHooks(self),
-            head=self._ledger_head,
-        )
-        self.outputs = Outputs(self.journal, self.publisher, driver, self.health)
-        self.board_input = BoardInput(self.journal, self.outputs, driver, self.health)
-        self.journal.changed = self.outputs.redraw
-        self.journal.wake = self.publisher.wake
-        self.link: LinkClient | None = None
-        if config.link is not None:  # a table with linked meters (docs/link.md)
-            self.link = LinkClient(self.journal, config, config.link, self.session)
-            self.journal.meter_port = LINKED_PORT
-            self.journal.link_book = self.link.book
-            self.journal.link_wake = self.link.wake
-            self.link.changed = self.outputs.redraw
+        self._config = config
+        self._table: OpenTable | None = None
         self.metrics_port: int | None = None
         self._stop = asyncio.Event()
         self._control: ControlServer | None = None
@@ -109,36 +92,38 @@ class Controller:
 
     # ------------------------------------------------------------- what tests look at
     @property
+    def table(self) -> OpenTable:
+        """The parts over the open ledger; only after :meth:`start`."""
+        if self._table is None:
+            raise RuntimeError("the table's ledger is not open: start() first")
+        return self._table
+
+    @property
+    def journal(self) -> Journal:
+        return self.table.journal
+
+    @property
+    def board_input(self) -> BoardInput:
+        return self.table.board_input
+
+    @property
     def config(self) -> DaemonConfig:
-        return self.journal.config
+        return self._table.current.config if self._table is not None else self._config
 
     @property
     def ledger(self) -> Ledger:
-        return self.journal.ledger
+        return self.table.ledger
 
     @property
     def state(self) -> TableState:
-        return self.journal.state
+        """The table's state (the initial one until the ledger is open, for a watcher)."""
+        return self._table.current.state if self._table is not None else TableState()
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self.journal.db(fn, *args, **kwargs)
+        return await self.executor.run(fn, *args, **kwargs)
 
-    async def apply(self, command: Command, *, idempotency_key: str | None = None) -> bool:
-        return await self.journal.apply(command, idempotency_key=idempotency_key)
-
-    async def _ledger_head(self) -> tuple[int, str] | None:
-        """The ledger's head for the MQTT status, read on the ledger thread (so the seq and
-        hash are one commit's); None before the ledger is open, or if the ledger thread is
-        busy for longer than a status can wait (the status then goes out without it)."""
-        j = self.journal
-        ledger = getattr(j, "ledger", None)
-        if ledger is None:
-            return None
-        try:
-            async with asyncio.timeout(HEAD_READ_TIMEOUT_S):
-                return await j.db(lambda: (ledger.head_seq, ledger.head_hash))
-        except TimeoutError:
-            return None
+    async def submit(self, command: Command, *, idempotency_key: str | None = None) -> Submitted:
+        return await self.table.journal.submit(command, idempotency_key=idempotency_key)
 
     def _notify(self, what: str, detail: Mapping[str, Any]) -> None:
         for listener in self.listeners:
@@ -146,34 +131,57 @@ class Controller:
 
     # ------------------------------------------------------------- life
     async def start(self) -> None:
-        """Open the ledger (recovering the round in progress) and journal the start."""
-        j, cfg = self.journal, self.journal.config
-        await j.open(self.version)
-        if self.link is not None:
-            await self.link.load()
-        structlog.contextvars.bind_contextvars(table=j.params.table_id, round=j.state.round)
-        if cfg.metrics.enabled:
-            link = self.link.status if self.link is not None else None
-            view = MetricsView(j, self.health, self.driver, self.version, link)
-            j.metrics = TableMetrics(view)
-            self.metrics_port = j.metrics.serve(cfg.metrics.address, cfg.metrics.port)
+        """Open the ledger (recovering the round in progress), build the parts over it and
+        journal the start."""
+        cfg = self._config
+        # create=False: a missing ledger is never an empty one (`progressived init` makes it).
+        ledger = await self.executor.run(
+            Ledger.open,
+            cfg.ledger.path,
+            cfg.params,
+            at=self.clock(),
+            software=self.version,
+            create=False,
+        )
+        around = Surroundings(
+            config=cfg,
+            executor=self.executor,
+            session=self.session,
+            driver=self.driver,
+            health=self.health,
+            clock=self.clock,
+            notify=self._notify,
+            version=self.version,
+        )
+        try:
+            table = assemble(ledger, around)
+        except BaseException:
+            await self.executor.run(ledger.close)
+            raise
+        self._table = table
+        j = table.journal
+        if table.link is not None:
+            await table.link.load()
+        structlog.contextvars.bind_contextvars(table=cfg.params.table_id, round=j.state.round)
+        if table.metrics is not None:
+            self.metrics_port = table.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
         await j.record(
             "daemon_started",
-            {"version": self.version, "config_digest": cfg.digest, "head_seq": j.ledger.head_seq},
+            {"version": self.version, "config_digest": cfg.digest, "head_seq": ledger.head_seq},
         )
         await self.self_check()
         # Closed until the board says hello; a round in progress keeps its state.
-        await j.apply(SetClosed(reason=BOARD_OFFLINE, closed=True, at=j.clock(), actor="system"))
-        self.outputs.redraw()
+        await j.submit(SetClosed(reason=BOARD_OFFLINE, closed=True, at=j.clock(), actor="system"))
+        table.outputs.redraw()
 
     async def self_check(self) -> bool:
         """Software, configuration and ledger chain head; journaled and published.
 
         A failure keeps the progressive closed (until a start whose check passes).
         """
-        j, cfg = self.journal, self.journal.config
-        paytable = Path(j.params.paytable.source)
+        j, cfg = self.journal, self.config
+        paytable = Path(cfg.params.paytable.source)
         result = await asyncio.to_thread(
             run_selfcheck,
             ledger_path=cfg.ledger.path,
@@ -190,7 +198,7 @@ class Controller:
         else:
             log.error("self-check failed: the progressive stays closed", problems=result.problems)
         closed = not result.ok
-        await j.apply(SetClosed(reason=SELF_CHECK_FAILED, closed=closed, at=now, actor="system"))
+        await j.submit(SetClosed(reason=SELF_CHECK_FAILED, closed=closed, at=now, actor="system"))
         return result.ok
 
     def _task_ended(self, task: asyncio.Task[Any]) -> None:
@@ -224,7 +232,7 @@ class Controller:
         if install_signals:
             loop.add_signal_handler(signal.SIGTERM, self.request_stop)
             loop.add_signal_handler(signal.SIGINT, self.request_stop, True)
-        cfg = self.journal.config
+        cfg = self.config
         control = ControlServer(cfg.control.socket, cfg.control.group, _not_yet)
         control.claim()
         self._control = control
@@ -234,81 +242,90 @@ class Controller:
             await control.stop()
             await self._close_ledger()
             raise
-        j = self.journal
-        tasks = [
+        table = self.table
+        # The broker session and the board end when the publisher and the driver stop; the
+        # others are cancelled at the stop (under the lock: never in a write).
+        ending = [
             loop.create_task(self.session.run(), name="mqtt"),
             loop.create_task(self.driver.run(), name="board"),
-            loop.create_task(self.board_input.run(), name="input"),
-            loop.create_task(housekeeping(j, self.health), name="housekeeping"),
-            # Always: it logs each change of health; it pings systemd only under a watchdog.
-            loop.create_task(watchdog(j, self.health, self.notifier), name="watchdog"),
         ]
-        if self.link is not None:
-            tasks.append(loop.create_task(self.link.run(), name="link"))
-        for task in tasks:
+        cancelled = [
+            loop.create_task(table.board_input.run(), name="input"),
+            loop.create_task(housekeeping(table.writer, self.health), name="housekeeping"),
+            # Always: it logs each change of health; it pings systemd only under a watchdog.
+            loop.create_task(watchdog(table.current, self.health, self.notifier), name="watchdog"),
+        ]
+        if table.link is not None:
+            cancelled.append(loop.create_task(table.link.run(), name="link"))
+        for task in (*ending, *cancelled):
             task.add_done_callback(self._task_ended)
         log.info(
             "running",
-            table=j.params.table_id,
-            paytable=j.params.paytable.id,
+            table=cfg.params.table_id,
+            paytable=cfg.params.paytable.id,
             ledger=str(cfg.ledger.path),
-            broker=f"{cfg.mqtt.host}:{cfg.mqtt.port}",
+            brokers=[f"{h}:{p}" for h, p in cfg.mqtt.endpoints()],
         )
         port = DaemonDesk(
-            j,
-            self.board_input,
+            table.journal,
+            table.board_input,
             self.driver,
             self.health,
             version=self.version,
             metrics_port=lambda: self.metrics_port,
-            link_status=self.link.status if self.link is not None else lambda: None,
+            link_status=table.link.status if table.link is not None else lambda: None,
         )
         desk = OperatorDesk(port)
         control.handler, control.on_refused = desk.handle, desk.refused
         await control.start()
         self._notify("ready", {})
         loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(log_task_error)
-        self.notifier.ready(f"table {j.params.table_id} running")
+        self.notifier.ready(f"table {cfg.params.table_id} running")
         await self._stop.wait()
         self.notifier.stopping()
-        await self.shutdown(tasks)
+        await self.shutdown(ending, cancelled)
         if self._interrupted and self._exit_status == 0:
             return INTERRUPTED
         return self._exit_status
 
     async def _close_ledger(self) -> None:
         """After a start that failed part-way: close the ledger if it was opened."""
-        j = self.journal
-        if getattr(j, "ledger", None) is not None:
+        if self._table is not None:
             with contextlib.suppress(LedgerError):
-                await j.db(j.ledger.close)
-        j.close_thread()
+                await self.executor.run(self._table.ledger.close)
+        self.executor.close()
 
-    async def shutdown(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
-        """Finish the open transaction, journal the stop, publish offline, close."""
-        j = self.journal
-        async with j.lock:  # waits for a command being journaled
-            for task in tasks:
-                if task.get_name() in ("input", "housekeeping", "watchdog", "link"):
-                    task.cancel()
+    async def shutdown(
+        self, ending: Sequence[asyncio.Task[Any]], cancelled: Sequence[asyncio.Task[Any]]
+    ) -> None:
+        """Finish the open transaction, journal the stop, publish offline, close.
+
+        ``cancelled`` are cancelled once no command is being journaled; ``ending`` end as
+        the publisher and the driver stop.
+        """
+        table = self.table
+        ledger = table.ledger
+        async with table.writer.lock:  # waits for a command being journaled
+            for task in cancelled:
+                task.cancel()
             with contextlib.suppress(LedgerError):
-                await j.db(
-                    j.ledger.record,
+                await self.executor.run(
+                    ledger.record,
                     "daemon_stopped",
                     {"version": self.version},
-                    at=j.clock(),
+                    at=self.clock(),
                     actor="system",
                 )
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._drain_outbox(), timeout=2.0)
         if self._control is not None:
             await self._control.stop()
-        await self.publisher.stop()
+        await table.publisher.stop()
         await self.driver.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await j.db(j.ledger.close)
-        j.close_thread()
-        log.info("stopped", table=j.params.table_id)
+        await asyncio.gather(*ending, *cancelled, return_exceptions=True)
+        await self.executor.run(ledger.close)
+        self.executor.close()
+        log.info("stopped", table=self.config.params.table_id)
 
     async def _seed_hits(self) -> None:
         """Hits and wins per hand from the ledger (a read-only scan, off the event loop).
@@ -316,18 +333,15 @@ class Controller:
         Commands wait meanwhile (the board is still saying hello at start), so no event
         is counted twice or missed.
         """
-        j = self.journal
-        async with j.lock:
-            report = await asyncio.to_thread(reports.meters, j.config.ledger.path)
-            fresh = HitCounts()
-            fresh.seed(report)
-            with j.hits.lock:
-                j.hits.progressive_in = fresh.progressive_in
-                j.hits.hits, j.hits.wins = fresh.hits, fresh.wins
+        table = self.table
+        async with table.writer.lock:
+            report = await asyncio.to_thread(reports.meters, self.config.ledger.path)
+            table.hits.reset(report)
 
     async def _drain_outbox(self) -> None:
-        while self.publisher.connected and not await self.journal.outbox_empty():
-            self.publisher.wake()
+        table = self.table
+        while table.publisher.connected and not await table.writer.outbox_empty():
+            table.publisher.wake()
             await asyncio.sleep(0.05)
 
 
@@ -335,16 +349,6 @@ async def _not_yet(request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
     """The control socket's handler until the operator desk is built (never called: the
     socket answers only once :meth:`ControlServer.start` runs, after the desk exists)."""
     return {"ok": False, "error": "the daemon is starting"}
-
-
-class _PublisherHooks:
-    """The publisher's hooks, forwarded to the outputs (built after the publisher)."""
-
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
-
-    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
-        self._controller.outputs.published(topic, seq, first_seen)
 
 
 async def run_daemon(config: DaemonConfig) -> int:

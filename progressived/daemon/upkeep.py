@@ -3,51 +3,47 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from progressived.board.driver import BoardDriver
+from progressived.daemon.current import CurrentTable
 from progressived.daemon.health import Health, assess, check_health
-from progressived.daemon.journal import Journal
+from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.port import LinkStatus
 from progressived.engine import TableState
-from progressived.ledger import LedgerError
 from progressived.runtime.systemd import Notifier
 
 log = structlog.get_logger("progressived")
 
 
-async def housekeeping(journal: Journal, health: Health) -> None:
+async def housekeeping(writer: LedgerWriter, health: Health) -> None:
     """Checkpoint the WAL when idle; retry an unavailable ledger every ``[ledger] retry_s``;
     beat for the watchdog every second."""
     last_retry = float("-inf")
     while True:
         await asyncio.sleep(1.0)
         health.loop_beat = now = time.monotonic()
+        config = writer.current.config
         if not health.ledger_ok:
-            if now - last_retry >= journal.config.ledger.retry_s:
+            if now - last_retry >= config.ledger.retry_s:
                 last_retry = now
-                await journal.retry()
+                await writer.retry()
             continue
         last_retry = float("-inf")
-        idle = time.monotonic() - journal.last_write
-        if idle >= journal.config.ledger.checkpoint_idle_s:
-            with contextlib.suppress(LedgerError):
-                await journal.db(journal.ledger.checkpoint)
-            journal.last_write = time.monotonic()
+        await writer.checkpoint_if_idle(config.ledger.checkpoint_idle_s)
 
 
-async def watchdog(journal: Journal, health: Health, notifier: Notifier) -> None:
+async def watchdog(current: CurrentTable, health: Health, notifier: Notifier) -> None:
     """Log each change of health (the ``health`` line, docs/operations.md "The watchdog");
     under a systemd watchdog also set the unit's status and ping only while healthy."""
     interval = notifier.watchdog_interval_s
     was_ok = True
     while True:
-        ok, why = check_health(health, journal.config.watchdog)
+        ok, why = check_health(health, current.config.watchdog)
         if ok and interval is not None:
             notifier.watchdog()
         if ok != was_ok:
@@ -63,29 +59,32 @@ class MetricsView:
 
     def __init__(
         self,
-        journal: Journal,
+        *,
+        current: CurrentTable,
         health: Health,
         driver: BoardDriver,
         version: str,
+        hits: HitCounts,
         link: Callable[[], LinkStatus] | None = None,
     ) -> None:
-        self.journal = journal
+        self.current = current
+        self.hits = hits
         self._health = health
         self.driver = driver
         self.version = version
         self._link = link
 
     def table_id(self) -> str:
-        return self.journal.params.table_id
+        return self.current.params.table_id
 
     def meter_ids(self) -> Sequence[str]:
-        return self.journal.params.meter_ids
+        return self.current.params.meter_ids
 
     def state(self) -> TableState:
-        return self.journal.state
+        return self.current.state
 
     def info(self) -> dict[str, str]:
-        config = self.journal.config
+        config = self.current.config
         return {
             "version": self.version,
             "paytable": config.params.paytable.id,
@@ -93,14 +92,14 @@ class MetricsView:
         }
 
     def hit_counts(self) -> HitCounts:
-        return self.journal.hits
+        return self.hits
 
     def board_counters(self) -> Mapping[str, int]:
         return dict(self.driver.counters)
 
     def health(self) -> Sequence[tuple[str, str, bool]]:
         h = self._health
-        ok, _ = assess(h, self.journal.config.watchdog)
+        ok, _ = assess(h, self.current.config.watchdog)
         return [
             ("board_online", "The sensor board is online.", h.board_online),
             ("broker_connected", "Connected to the MQTT broker.", h.broker_connected),
@@ -108,7 +107,7 @@ class MetricsView:
             (
                 "table_open",
                 "The progressive is open (LOCK accepted).",
-                not self.journal.state.closed and h.ledger_ok,
+                not self.current.state.closed and h.ledger_ok,
             ),
             (
                 "healthy",
@@ -119,7 +118,7 @@ class MetricsView:
         ]
 
     def head_seq(self) -> int:
-        return self.journal.ledger.head_seq
+        return self.current.ledger.head_seq
 
     def broker_denied_total(self) -> int:
         broker = self._health.broker

@@ -103,7 +103,7 @@ async def _watch(
                 if any(e.get("seq") == event.get("seq") for e in events[-50:]):
                     continue  # the same event delivered again after a reconnect
                 events.append(event)
-            if view.apply(topic, bytes(payload)):
+            if view.receive(topic, bytes(payload)):
                 screen.sign(view.plain() if plain else view.render())
             said = narrate(event) if event is not None else None
             if said:

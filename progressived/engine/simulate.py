@@ -171,8 +171,8 @@ class Simulation:
         if self.sink is not None and events:
             self.sink.record(events, self.state)
 
-    def apply(self, command: Command, line: int = 0, text: str = "") -> str | None:
-        """Apply one command; returns the rejection reason, or ``None``."""
+    def submit(self, command: Command, line: int = 0, text: str = "") -> str | None:
+        """Submit one command (decide, then take its state); the rejection reason, or ``None``."""
         decision = decide(self.params, self.state, command)
         if not decision.accepted:
             self.rejected.append({"line": line, "text": text, "reason": decision.reason})
@@ -212,9 +212,9 @@ class Simulation:
                 continue
             if command is None:
                 continue
-            if self.apply(command, number, line.strip()) is None and isinstance(command, Lock):
+            if self.submit(command, number, line.strip()) is None and isinstance(command, Lock):
                 # The dealer removes the locked wagers from the sensors.
-                self.apply(Sensors(present=frozenset(), at=command.at), number, line.strip())
+                self.submit(Sensors(present=frozenset(), at=command.at), number, line.strip())
 
     def meters(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}

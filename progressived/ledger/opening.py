@@ -104,8 +104,8 @@ def created_row(
     """The ``ledger_created`` row: the table, the schema, the software, the parameters as
     created (docs/ledger.md) and who made it (``progressived init``: operator, OS user)."""
     return Record(
-        "ledger_created",
-        {
+        kind="ledger_created",
+        detail={
             "table_id": params.table_id,
             "schema_version": schema.SCHEMA_VERSION,
             "software": software,
@@ -114,11 +114,6 @@ def created_row(
             "parameters": parameters.describe(params),
             **created_by,
         },
-        at,
-        created_by.get("operator") or created_by.get("os_user", ""),
-        None,
-        0,
-        "system",
-        None,
-        None,
+        at=at,
+        actor=created_by.get("operator") or created_by.get("os_user", ""),
     )

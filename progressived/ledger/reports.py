@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -235,18 +235,24 @@ def hits(path: Path | str, last: int = 25) -> list[dict[str, Any]]:
     return out
 
 
+def render_rows(header: str, lines: Iterable[str], empty: str) -> str:
+    """A report's text: its header line, then one line per row, or ``empty`` when none
+    (the table's and the link's ``ledger hits``)."""
+    body = list(lines)
+    return "\n".join([header, *(body or [empty])])
+
+
 def render_hits(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        f"{'time':<27} {'table':<10} {'seat':>4} {'hand':<16} {'amount':>14} "
-        f"{'meter before':>14} {'meter after':>14}  confirmed by"
-    ]
-    for r in rows:
+    def line(r: dict[str, Any]) -> str:
         before = "" if r["meter_before_units"] is None else display(r["meter_before_units"])
         after = "" if r["meter_after_units"] is None else display(r["meter_after_units"])
-        lines.append(
+        return (
             f"{r['at']:<27} {r['table_id']:<10} {r['seat']:>4} {r['hand']:<16} "
             f"{r['amount']:>14} {before:>14} {after:>14}  {r['confirmed_by']}"
         )
-    if not rows:
-        lines.append("(no meter hits)")
-    return "\n".join(lines)
+
+    header = (
+        f"{'time':<27} {'table':<10} {'seat':>4} {'hand':<16} {'amount':>14} "
+        f"{'meter before':>14} {'meter after':>14}  confirmed by"
+    )
+    return render_rows(header, map(line, rows), "(no meter hits)")

@@ -92,23 +92,25 @@ class Batch:
     outbox: OutboxFn | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Record:
     """A system / operator / parameter row (no postings, no state change).
 
-    ``postings`` (balanced) is for a writer whose money rows are not engine events (the
-    link controller's ledger, progressived.link.store.ledger); the table's rows leave it empty.
+    Keyword-only: nine of its fields are strings, ints or ``None`` that a positional call
+    could swap without a type error. ``postings`` (balanced) is for a writer whose money
+    rows are not engine events (the link controller's ledger,
+    progressived.link.store.ledger); the table's rows leave it empty.
     """
 
     kind: str
     detail: Mapping[str, Any]
     at: str
     actor: str
-    round: int | None
-    seat: int
-    category: str
-    idempotency_key: str | None
-    outbox: OutboxFn | None
+    round: int | None = None
+    seat: int = 0
+    category: str = "system"
+    idempotency_key: str | None = None
+    outbox: OutboxFn | None = None
     postings: tuple[Posting, ...] = ()
     # ``detail`` as the stored JSON text (``dumps(detail)`` exactly), when the writer has it
     # already: the link ledger builds its rows' text from the messages' canonical bytes.

@@ -245,7 +245,17 @@ class Ledger(LedgerHandle):
                 category = "system"
         if category not in CATEGORIES or category == "engine":
             raise LedgerError("record(): category must be system, operator or parameter")
-        rec = _Record(kind, detail, at, actor, round, seat, category, idempotency_key, outbox)
+        rec = _Record(
+            kind=kind,
+            detail=detail,
+            at=at,
+            actor=actor,
+            round=round,
+            seat=seat,
+            category=category,
+            idempotency_key=idempotency_key,
+            outbox=outbox,
+        )
         return self._write([rec])[0]
 
     def outbox_ack(self, ids: Sequence[int]) -> None:

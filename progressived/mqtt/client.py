@@ -69,6 +69,14 @@ class BrokerOptions:
     reconnect_max_s: float = 30.0
     max_inflight: int | None = None  # QoS 1 publishes awaiting PUBACK at once (paho: 20)
     max_queued_incoming: int | None = None  # received messages waiting to be read
+    # Brokers to move to, in turn, when this one fails (docs/mqtt.md, "Two brokers"):
+    # (host, port) pairs after ``host``/``port``, which come first.
+    fallbacks: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        """Every broker of this client, in the order tried: ``host:port`` first."""
+        return ((self.host, self.port), *self.fallbacks)
 
     @property
     def url(self) -> str:
@@ -80,6 +88,27 @@ class BrokerOptions:
         ``keepalive_s`` without traffic and gives up ``keepalive_s`` later; it checks once a
         second (docs/mqtt.md, "Reconnecting")."""
         return 2.0 * self.keepalive_s + 2.0
+
+
+def broker_address(text: str, default_port: int) -> tuple[str, int]:
+    """``host:port``, ``host`` or ``[v6]:port`` as (host, port); ValueError if it is not."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+        if rest and not rest.startswith(":"):
+            host = ""
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if not host or any(c.isspace() or c in "/@" for c in host):
+        raise ValueError(f"{text!r} is not a broker address (host:port)")
+    if not port_text:
+        return host, default_port
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
 
 
 def tls_parameters(tls: TlsOptions) -> aiomqtt.TLSParameters:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions
+from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions, broker_address
 
-__all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection"]
+__all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection", "broker_address"]
 
 
 class MqttTlsSection(BaseModel):
@@ -27,6 +27,9 @@ class MqttSection(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(default=1883, ge=1, le=65535)
+    # Two brokers or more (docs/mqtt.md, "Two brokers"): "host:port" (or "host", port
+    # ``port``), tried in this order; instead of ``host``.
+    hosts: list[str] | None = Field(default=None, min_length=1, max_length=8)
     prefix: str = Field(default="progressive", pattern=r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
     client_id: str | None = None
     username: str | None = None
@@ -38,6 +41,23 @@ class MqttSection(BaseModel):
     reconnect_initial_s: float = Field(default=0.5, gt=0, le=60)
     reconnect_max_s: float = Field(default=30.0, gt=0, le=600)
     publish_timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _hosts_or_host(self) -> MqttSection:
+        if self.hosts is None:
+            return self
+        if "host" in self.model_fields_set:
+            raise ValueError("give host (one broker) or hosts (a list), not both")
+        endpoints = [broker_address(text, self.port) for text in self.hosts]
+        if len(set(endpoints)) != len(endpoints):
+            raise ValueError("hosts lists a broker twice")
+        return self
+
+    def endpoints(self) -> tuple[tuple[str, int], ...]:
+        """Every broker as (host, port), in order: ``hosts``, else ``host``/``port``."""
+        if self.hosts is None:
+            return ((self.host, self.port),)
+        return tuple(broker_address(text, self.port) for text in self.hosts)
 
     def resolved_password(self) -> str | None:
         if self.password_file is not None:
@@ -51,8 +71,11 @@ class MqttSection(BaseModel):
         default_username: str | None = None,
         max_inflight: int | None = None,
         max_queued_incoming: int | None = None,
+        broker: tuple[str, int] | None = None,
     ) -> BrokerOptions:
-        """This section as one session's options (the password file read now).
+        """This section as one session's options (the password file read now): every
+        broker of the list, moved through in turn, or only ``broker`` (the link controller
+        keeps one session per broker).
 
         The client id is ``client_id`` if set, else the user name (docs/mqtt.md, "Accounts
         and client ids": the documented broker binds the client id to the user name), else
@@ -60,9 +83,11 @@ class MqttSection(BaseModel):
         """
         username = self.username or default_username
         tls = self.tls
+        (host, port), *rest = (broker,) if broker is not None else self.endpoints()
         return BrokerOptions(
-            host=self.host,
-            port=self.port,
+            host=host,
+            port=port,
+            fallbacks=tuple(rest),
             client_id=self.client_id or username or default_client_id,
             username=username,
             password=self.resolved_password(),

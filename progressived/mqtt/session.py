@@ -19,6 +19,14 @@ sign publisher and the link client), the link controller, the signs.
   returns False, counts it and remembers the topic until a publish on it is accepted.
 * A broker that speaks only MQTT 3.1.1 (CONNACK "unsupported protocol version") is spoken
   to in 3.1.1 for the rest of the session: its refusals cannot be seen.
+* **Several brokers** (:attr:`~progressived.mqtt.client.BrokerOptions.fallbacks`): each
+  failed attempt or lost connection moves the session to the next broker of the list, in
+  turn, after the same jittered backoff (docs/mqtt.md, "Two brokers"): a client whose broker
+  dies is on the next one within a backoff step. :attr:`MqttSession.options` is always the
+  broker of the current (or next) attempt.
+* A **gate** (:attr:`MqttSession.gate`), when set, is asked before every attempt: while it
+  says no, the session waits a backoff step instead of connecting (the link controller's
+  lease: a controller whose term has passed must not take the link's client id back).
 
 What to say about all this is the observers' business (:class:`SessionObserver`): the
 daemons log it (:mod:`progressived.mqtt.session_log`), the signs print it.
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -105,6 +114,9 @@ class MqttSession:
         self.give_up_refused = give_up_refused
         self.backoff = backoff or Backoff(options.reconnect_initial_s, options.reconnect_max_s)
         self.will: WillFactory | None = None  # the last will of each attempt (built per attempt)
+        self.gate: Callable[[], bool] | None = None  # asked before each attempt (None: yes)
+        self.brokers = options.brokers
+        self.broker_index = 0  # the broker of the current (or next) attempt in ``brokers``
         self.v5 = True  # until the broker says it speaks only MQTT 3.1.1
         self.state = CONNECTING
         self.detail = ""  # why not connected (the broker's reason, the socket's error)
@@ -186,8 +198,19 @@ class MqttSession:
     # ------------------------------------------------------------------ life
     async def run(self) -> None:
         """Connect and stay connected until :meth:`stop`; returns then. Raises
-        :class:`NotAuthorised` when refused and made with ``give_up_refused``."""
+        :class:`NotAuthorised` when refused and made with ``give_up_refused``. Cancelled,
+        it is stopped too (its state says so)."""
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            self.state = STOPPED
+            raise
+
+    async def _run(self) -> None:
         while not self._stopping:
+            if self.gate is not None and not self.gate():
+                await self._pause(self.backoff.next())
+                continue
             self.attempts += 1
             will = await self.will() if self.will is not None else None
             client = new_client(self.options, v5=self.v5, will=will)
@@ -225,10 +248,22 @@ class MqttSession:
                 observer.disconnected(self, delay)
             if delay is None:
                 raise NotAuthorised(self.detail)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._stop_event.wait()
+            self._next_broker()
+            await self._pause(delay)
         self.state = STOPPED
+
+    async def _pause(self, delay: float) -> None:
+        """Wait ``delay`` seconds, or less if :meth:`stop` is called."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._stop_event.wait()
+
+    def _next_broker(self) -> None:
+        """The next attempt goes to the next broker of the list (the same one if alone)."""
+        if len(self.brokers) > 1:
+            self.broker_index = (self.broker_index + 1) % len(self.brokers)
+            host, port = self.brokers[self.broker_index]
+            self.options = dataclasses.replace(self.options, host=host, port=port)
 
     def _ended(self, failure: BaseException | None, began: float | None) -> None:
         """Note why the attempt or the connection ended. The backoff starts again from the

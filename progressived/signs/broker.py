@@ -62,10 +62,12 @@ class BrokerLogin:
     certfile: Path | None = None
     keyfile: Path | None = None
     tls_insecure: bool = False
+    fallbacks: tuple[tuple[str, int], ...] = ()  # more brokers, moved to in turn (--broker)
 
     @property
     def url(self) -> str:
-        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+        more = "".join(f",{h}:{p}" for h, p in self.fallbacks)
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}{more}"
 
     def options(
         self, *, keepalive_s: int = 60, timeout_s: float = 10.0, reconnect_s: float = 1.0
@@ -86,6 +88,7 @@ class BrokerLogin:
             publish_timeout_s=timeout_s,
             reconnect_initial_s=reconnect_s,
             reconnect_max_s=max(reconnect_s, SIGN_RECONNECT_MAX_S),
+            fallbacks=self.fallbacks,
         )
 
 

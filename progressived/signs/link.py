@@ -61,7 +61,7 @@ class LinkSignView:
     def topics(self) -> tuple[str, ...]:
         return (self.meter_topic,)
 
-    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
+    def receive(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
         now = time.monotonic() if now is None else now
         self.problem = ""

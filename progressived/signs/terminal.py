@@ -44,7 +44,7 @@ class View(Protocol):
     @property
     def meter_topic(self) -> str: ...
     def topics(self) -> tuple[str, ...]: ...
-    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool: ...
+    def receive(self, topic: str, payload: bytes, now: float | None = None) -> bool: ...
     def render(self, now: float | None = None) -> str: ...
     def plain(self) -> str: ...
 
@@ -126,7 +126,7 @@ class SignView:
             event_topic(self.prefix, self.table_id),
         )
 
-    def apply(self, topic: str, payload: bytes, now: float | None = None) -> bool:
+    def receive(self, topic: str, payload: bytes, now: float | None = None) -> bool:
         """Take one message; returns whether the view changed. Bad payloads are ignored."""
         now = time.monotonic() if now is None else now
         self.problem = ""
@@ -352,7 +352,7 @@ async def run_sign(
         payload = message.payload
         if not isinstance(payload, (bytes, bytearray)):
             return
-        if not sign_view.apply(str(message.topic), bytes(payload)):
+        if not sign_view.receive(str(message.topic), bytes(payload)):
             if sign_view.problem:
                 ignored.say(str(message.topic), sign_view.problem)
             return

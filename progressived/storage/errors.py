@@ -56,7 +56,14 @@ class Fenced(LedgerError):
 
 class LeaseHeld(LedgerUnavailable):
     """Another holder's lease on the ledger is still valid: it may not be acquired now
-    (try again once it lapses)."""
+    (try again once it lapses). ``holder``, ``token`` and ``expires_in_s`` say whose it is
+    and for how much longer (by the store's clock), so a standby can show and time it."""
+
+    def __init__(
+        self, message: str, *, holder: str = "", token: int = 0, expires_in_s: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.holder, self.token, self.expires_in_s = holder, token, expires_in_s
 
 
 def one_line(exc: BaseException) -> str:

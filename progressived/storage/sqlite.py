@@ -361,7 +361,10 @@ class SqliteStore:
             if row is not None and row.holder != holder and row.expires_at > now:
                 raise LeaseHeld(
                     f"ledger {self.path} is leased to {row.holder!r} (token {row.token}) "
-                    f"for {row.expires_at - now:.1f} s more"
+                    f"for {row.expires_at - now:.1f} s more",
+                    holder=row.holder,
+                    token=row.token,
+                    expires_in_s=row.expires_at - now,
                 )
             token = 1 if row is None else row.token + 1
             self._set_lease(holder, token, now + ttl_s)

@@ -1,2 +1,1 @@
-"""The link controller process: configuration, the broker session, metrics, the loops.
-"""
+"""The link controller process: configuration, the broker session, metrics, the loops."""

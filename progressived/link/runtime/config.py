@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -104,6 +105,13 @@ class LinkLedgerSection(LedgerSection):
                 "configuration file"
             )
         return self
+
+    def lease_holder(self) -> str | None:
+        """The name this controller holds the lease under: ``holder``, else this host's
+        name; None for a file (no lease)."""
+        if self.url is None:
+            return None
+        return self.holder or socket.gethostname()
 
     @property
     def location(self) -> Path | str:

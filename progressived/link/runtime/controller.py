@@ -7,6 +7,13 @@ ledger behind the :class:`~progressived.link.core.ports.LinkJournal` port on its
 metrics, the control socket. The loop: drain the inbox (up to ``batch_max``), run the book,
 commit the batch in ONE transaction, and only after it returns queue the replies and the
 changed meters for publishing. A failed commit publishes nothing (the tables send again).
+
+On a ledger in a database the controller serves only while it holds the ledger's lease
+(:mod:`progressived.link.runtime.leadership`): one that finds it held waits as a
+**standby**, connected to no broker, and takes over when it lapses (the book rebuilt from
+the ledger, as a restart does); an active one that loses it (a write refused by the fence,
+or no renewal for ``lease_s``) drops its broker sessions at once, journals nothing more and
+becomes a standby (``standby=False``: exits with status 5 instead, as before).
 """
 
 from __future__ import annotations
@@ -23,16 +30,18 @@ from typing import Any, TypeVar
 import structlog
 
 from progressived import __version__
-from progressived.core.money import cents, display
-from progressived.engine import accounts
 from progressived.ledger import Fenced, LedgerError, LedgerUnavailable
 from progressived.link.core import batch as lb
 from progressived.link.core import book
 from progressived.link.core.messages import LinkedMeter, encode, to_table_topic
 from progressived.link.core.ports import LinkJournal
+from progressived.link.core.state import BookState
+from progressived.link.runtime import standby, views
 from progressived.link.runtime.config import LinkConfig
+from progressived.link.runtime.leadership import Leadership
 from progressived.link.runtime.metrics import LinkMetrics
 from progressived.link.runtime.mqtt_adapter import LinkMqtt
+from progressived.link.runtime.ratelimit import RateLimitedLog
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.systemd import Notifier
@@ -40,33 +49,6 @@ from progressived.runtime.systemd import Notifier
 log = structlog.get_logger("progressived.link")
 T = TypeVar("T")
 INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (docs/operations.md, "Exit codes")
-HEARD_WINDOW_S = 60.0  # a table is "heard" if it sent anything this recently
-FENCED_EXIT = 5  # the ledger is another controller's now (docs/operations.md: exit 5)
-
-
-class RateLimitedLog:
-    """At most ``burst`` warnings per ``window_s``; the number held back is told next time."""
-
-    def __init__(self, burst: int = 10, window_s: float = 60.0) -> None:
-        self.burst, self.window_s = burst, window_s
-        self._start = float("-inf")
-        self._in_window = 0
-        self.suppressed = 0
-        self._since_last = 0
-
-    def warning(self, event: str, **fields: Any) -> bool:
-        now = time.monotonic()
-        if now - self._start >= self.window_s:
-            self._start, self._in_window = now, 0
-        if self._in_window >= self.burst:
-            self.suppressed += 1
-            self._since_last += 1
-            return False
-        self._in_window += 1
-        if self._since_last:
-            fields["suppressed_before"], self._since_last = self._since_last, 0
-        log.warning(event, **fields)
-        return True
 
 
 class LinkController:
@@ -80,6 +62,7 @@ class LinkController:
         version: str = __version__,
         notifier: Notifier | None = None,
         clock: Callable[[], str] = utc_now,
+        standby: bool = True,
     ) -> None:
         self.config = config
         self.params = config.params
@@ -87,10 +70,12 @@ class LinkController:
         self.version = version
         self.notifier = notifier or Notifier()
         self.clock = clock
-        self._opener = opener
+        self.opener = opener
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="link-ledger")
         self.journal: LinkJournal | None = None
-        self.mqtt = LinkMqtt(config.mqtt, self.params.link_id, on_connect=self.republish_meters)
+        self.standby = standby
+        self.leadership = Leadership(config.ledger.lease_holder(), config.ledger.lease_s)
+        self.mqtt = self._new_mqtt()
         self.metrics: LinkMetrics | None = None
         self.metrics_port: int | None = None
         self.ledger_error: str | None = None
@@ -102,11 +87,22 @@ class LinkController:
         self.heard: dict[str, float] = {}
         self.refusal_log = RateLimitedLog()
         self._shown: dict[str, tuple[int, int, object]] = {}
-        self._stop = asyncio.Event()
-        self._exit_status = 0
+        self.stop_requested = asyncio.Event()
+        self.lost = asyncio.Event()  # this term's lease is lost: stand down
+        self.exit_status = 0
         self._interrupted = False
-        self._loop_beat = time.monotonic()
-        self._lease_unrenewed = False
+        self.loop_beat = time.monotonic()
+        self.lease_unrenewed = False
+        self.unreachable_logged = False
+
+    def _new_mqtt(self) -> LinkMqtt:
+        """A term's broker sessions (a session that was stopped cannot be started again)."""
+        return LinkMqtt(
+            self.config.mqtt,
+            self.params.link_id,
+            on_connect=self.republish_meters,
+            gate=self.leadership.holds,
+        )
 
     # ------------------------------------------------------------------ ledger thread
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
@@ -123,12 +119,15 @@ class LinkController:
         """One batch: book, ONE commit, then the replies and changed meters are queued."""
         j = self.ledger
         outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix)
+        if not self.leadership.holds():  # the term passed unrenewed (a pause, a cut)
+            self.lose(f"the lease's term ({self.leadership.lease_s} s) passed unrenewed")
+            return lb.Outcome(state=j.book)
         if outcome.needs_commit:
-            started = time.perf_counter()
+            started, term_start = time.perf_counter(), time.monotonic()
             try:
                 await self.db(j.commit, outcome.steps)
             except Fenced as exc:
-                self.fenced(exc)
+                self.lose(f"a write was refused by the fence: {exc}")
                 return lb.Outcome(state=j.book)
             except LedgerUnavailable as exc:
                 if self.ledger_error is None:
@@ -138,6 +137,7 @@ class LinkController:
                 self.ledger_error = str(exc)
                 await asyncio.sleep(self.config.ledger.retry_s)
                 return lb.Outcome(state=j.book)
+            self.leadership.extended(term_start)
             if self.ledger_error is not None:
                 log.info("link ledger writable again")
             self.ledger_error = None
@@ -157,32 +157,13 @@ class LinkController:
             if table in self.params.tables:
                 self.heard[table] = now
         self._log_refusals(outcome)
-        self.mqtt.send([*outcome.replies, *self._changed_meters()])
+        self.mqtt.send(outcome.replies)
+        self.mqtt.send(self._changed_meters(), everywhere=True)
         return outcome
 
-    def fenced(self, exc: Fenced) -> None:
-        """Another controller holds the link's ledger now: answer nothing more, stop (exit
-        status 5, docs/link.md)."""
-        log.error(
-            "link ledger lease lost: another controller serves the link; stopping", error=str(exc)
-        )
-        self.ledger_error = str(exc)
-        self._exit_status = FENCED_EXIT
-        self._stop.set()
-
-    async def _keep_lease(self) -> None:
-        """Renew the ledger's lease (a ledger in a database; nothing on a file). A database
-        out of reach is logged once; the commits that fail meanwhile say the rest."""
-        try:
-            await self.db(self.ledger.renew)
-        except Fenced as exc:
-            self.fenced(exc)
-        except LedgerUnavailable as exc:
-            if not self._lease_unrenewed:
-                log.warning("link ledger lease not renewed", error=str(exc))
-            self._lease_unrenewed = True
-        else:
-            self._lease_unrenewed = False
+    def lose(self, why: str) -> None:
+        """The lease is lost: stop serving at once, then stand by (or exit 5)."""
+        standby.lose(self, why)
 
     def _log_refusals(self, outcome: lb.Outcome) -> None:
         for r in outcome.refusals:
@@ -212,12 +193,13 @@ class LinkController:
         return lb.meter_messages(self.params, self.prefix, changed)
 
     def republish_meters(self) -> None:
-        """Every linked meter, retained (each (re)connection: the broker may have lost them)."""
+        """Every linked meter, retained, to every broker (each (re)connection: a broker may
+        have lost them)."""
         if self.journal is None:
             return
-        views = self._views()
-        self._shown = {m: lb.shown(v) for m, v in views.items()}
-        self.mqtt.send(lb.meter_messages(self.params, self.prefix, views))
+        meters = self._views()
+        self._shown = {m: lb.shown(v) for m, v in meters.items()}
+        self.mqtt.send(lb.meter_messages(self.params, self.prefix, meters), everywhere=True)
 
     def heartbeats(self) -> list[lb.Outgoing]:
         j, at = self.ledger, self.clock()
@@ -241,70 +223,19 @@ class LinkController:
         """Heartbeats to every member table; the systemd watchdog while healthy."""
         interval = self.config.heartbeat_s
         while True:
-            self._loop_beat = time.monotonic()
-            await self._keep_lease()
+            self.loop_beat = time.monotonic()
             if self.mqtt.connected:
-                self.mqtt.send(self.heartbeats())
+                self.mqtt.send(self.heartbeats(), everywhere=True)
             if self.ledger_error is None:
                 self.notifier.watchdog()
             await asyncio.sleep(interval)
 
     # ------------------------------------------------------------------ views
     def health(self) -> dict[str, float]:
-        now = time.monotonic()
-        return {
-            "broker_connected": float(self.mqtt.connected),
-            "ledger_ok": float(self.ledger_error is None),
-            "tables_heard": float(sum(now - t <= HEARD_WINDOW_S for t in self.heard.values())),
-            "inbox_depth": float(self.mqtt.inbox.qsize()),
-        }
+        return views.health(self)
 
     def status(self) -> dict[str, Any]:
-        j, now = self.ledger, time.monotonic()
-        state = j.book
-        meters: dict[str, Any] = {}
-        for spec in self.params.meters:
-            units = state.balances.get(accounts.meter(spec.id), 0)
-            meters[spec.id] = {
-                "display": display(units),
-                "units": units,
-                "epoch": state.epochs.get(spec.id, 0),
-                "reserve_cents": cents(state.balances.get(accounts.reserve(spec.id), 0)),
-                "pending_cents": cents(state.balances.get(accounts.pending(spec.id), 0)),
-                "paid_cents": cents(state.balances.get(accounts.paid_attendant(spec.id), 0)),
-            }
-        tables = {}
-        for table in sorted(self.params.tables):
-            track = state.tables.get(table)
-            heard = self.heard.get(table)
-            tables[table] = {
-                "hwm": 0 if track is None else track.hwm,
-                "heard_s_ago": None if heard is None else round(now - heard, 1),
-            }
-        return {
-            "link": self.params.link_id,
-            "version": self.version,
-            "policy": self.params.policy.value,
-            "lseq": state.lseq,
-            "meters": meters,
-            "tables": tables,
-            "messages": dict(self.counts),
-            "unreadable": dict(self.unreadable),
-            "batches": self.batches,
-            "broker": {
-                "connected": self.mqtt.connected,
-                "state": self.mqtt.session.state,
-                "error": self.mqtt.session.detail,
-                "denied": dict(sorted(self.mqtt.session.denied.items())),
-                "denied_total": self.mqtt.session.denied_total,
-            },
-            "ledger": {
-                "ok": self.ledger_error is None,
-                "error": self.ledger_error or "",
-                "head_seq": j.head.seq,
-                "head_hash": j.head.hash,
-            },
-        }
+        return views.status(self)
 
     async def _control(self, request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
         if request.get("action") == "status":
@@ -312,33 +243,38 @@ class LinkController:
         return {"ok": False, "error": "the link controller answers `status` only"}
 
     # ------------------------------------------------------------------ life
+    def _book(self) -> BookState | None:
+        return None if self.journal is None else self.journal.book
+
     async def start(self) -> None:
-        """Open the ledger (on its thread: it replays the book) and the metrics endpoint."""
-        self.journal = await self.db(self._opener)
+        """Open the ledger (on its thread: it replays the book) -- or, finding its lease
+        held, stand by -- and the metrics endpoint. Any other fault of the ledger raises."""
+        await standby.take_lease(self, first=True)
         structlog.contextvars.bind_contextvars(link=self.params.link_id)
         cfg = self.config
         if cfg.metrics.enabled:
-            self.metrics = LinkMetrics(self.params, lambda: self.ledger.book, self.health)
+            self.metrics = LinkMetrics(self.params, self._book, self.health, self.leadership)
             self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
 
     def request_stop(self, interrupted: bool = False) -> None:
         """Stop (SIGTERM); ``interrupted``: a Ctrl-C, whose exit status is 130."""
         self._interrupted = self._interrupted or interrupted
-        self._stop.set()
+        self.stop_requested.set()
 
     def _task_ended(self, task: asyncio.Task[Any]) -> None:
         """Crash-only: a core task that ends on its own stops the controller (status 1)."""
-        if task.cancelled() or self._stop.is_set():
+        if task.cancelled() or self.stop_requested.is_set() or self.lost.is_set():
             return
         log.error("core task ended: stopping", task=task.get_name(), error=repr(task.exception()))
-        self._exit_status = 1
-        self._stop.set()
+        self.exit_status = 1
+        self.stop_requested.set()
 
     async def run(self, *, install_signals: bool = True) -> int:
         """Run until SIGTERM (status 0) or SIGINT (130). The control socket is claimed
-        first and the metrics port when the ledger is open, so a second controller given
-        the same socket or port refuses (:class:`~progressived.runtime.listen.ListenError`)."""
+        first and the metrics port when the ledger is open (or the lease found held), so a
+        second controller given the same socket or port refuses
+        (:class:`~progressived.runtime.listen.ListenError`)."""
         loop = asyncio.get_running_loop()
         if install_signals:
             loop.add_signal_handler(signal.SIGTERM, self.request_stop)
@@ -349,21 +285,37 @@ class LinkController:
         control.claim()
         try:
             await self.start()
-        except BaseException:
+            await control.start()
+            role = "running" if self.journal is not None else "standby"
+            self.notifier.ready(f"link {self.params.link_id} {role}")
+            while not self.stop_requested.is_set():
+                if not await standby.stand_by(self):
+                    break
+                await self._serve()
+        finally:
+            self.notifier.stopping()
             await control.stop()
             if self.journal is not None:
                 with contextlib.suppress(LedgerError):
                     await self.db(self.journal.close)
+                self.journal = None
             self._executor.shutdown(wait=True)
-            raise
+        if self._interrupted and self.exit_status == 0:
+            return INTERRUPTED
+        return self.exit_status
+
+    async def _serve(self) -> None:
+        """One term as the active controller: until asked to stop or the lease is lost."""
+        loop = asyncio.get_running_loop()
+        self.mqtt = self._new_mqtt()
         tasks = [
             loop.create_task(self.mqtt.run(), name="mqtt"),
             loop.create_task(self._process(), name="process"),
             loop.create_task(self._beat(), name="heartbeat"),
+            loop.create_task(standby.hold_lease(self), name="lease"),
         ]
         for task in tasks:
             task.add_done_callback(self._task_ended)
-        await control.start()
         j = self.ledger
         log.info(
             "running",
@@ -371,29 +323,35 @@ class LinkController:
             tables=len(self.params.tables),
             meters=[m.id for m in self.params.meters],
             head_seq=j.head.seq,
-            broker=f"{self.config.mqtt.host}:{self.config.mqtt.port}",
+            brokers=[s.options.url for s in self.mqtt.sessions],
         )
-        self.notifier.ready(f"link {self.params.link_id} running")
-        await self._stop.wait()
-        self.notifier.stopping()
-        await self.shutdown(tasks, control)
-        if self._interrupted and self._exit_status == 0:
-            return INTERRUPTED
-        return self._exit_status
+        stop = loop.create_task(self.stop_requested.wait())
+        lost = loop.create_task(self.lost.wait())
+        await asyncio.wait({stop, lost}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        lost.cancel()
+        standing_down = self.lost.is_set() and self.standby and not self.stop_requested.is_set()
+        await self.shutdown(tasks, drain=not self.lost.is_set())
+        if standing_down:
+            self.heard.clear()
+            self.ledger_error = None  # a standby's ledger is the database's reachability
+            log.info("standby: this controller no longer serves the link")
 
-    async def shutdown(self, tasks: list[asyncio.Task[Any]], control: ControlServer) -> None:
-        """Finish the batch being committed, send what is queued (briefly), close."""
+    async def shutdown(self, tasks: list[asyncio.Task[Any]], *, drain: bool = True) -> None:
+        """End a term: finish the batch being committed, send what is queued (briefly;
+        nothing when the lease is lost), close the ledger (releasing the lease)."""
         process = next(t for t in tasks if t.get_name() == "process")
         process.cancel()  # a commit in progress finishes on the ledger thread regardless
         with contextlib.suppress(asyncio.CancelledError):
             await process
-        await self.mqtt.drain(2.0)
+        if drain:
+            await self.mqtt.drain(2.0)
         await self.mqtt.stop()
-        await control.stop()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(LedgerError):
-            await self.db(self.ledger.close)
-        self._executor.shutdown(wait=True)
+        if self.journal is not None:
+            with contextlib.suppress(LedgerError):
+                await self.db(self.journal.close)
+            self.journal = None
         log.info("stopped", link=self.params.link_id)

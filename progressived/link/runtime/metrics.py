@@ -2,7 +2,10 @@
 
 Meter amounts are read from the committed book at scrape time and exported in whole cents
 (a display of the ledger, never the ledger); message counts, batch sizes and commit latency
-are counted as the controller works.
+are counted as the controller works. Which controller serves (active or standby, since
+when, the lease's holder, token and expiry) is read from its
+:class:`~progressived.link.runtime.leadership.Leadership` at scrape time; a standby has no
+book, so it exports no meter, table or ``lseq`` gauge.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from progressived.core.money import cents
 from progressived.engine import accounts
 from progressived.link.core import params as lp
 from progressived.link.core.state import BookState
+from progressived.link.runtime.leadership import Leadership
 from progressived.runtime.metrics import LATENCY_BUCKETS, Endpoint
 
 BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
@@ -28,16 +32,67 @@ class _Scrape(Collector):
     def __init__(
         self,
         params: lp.LinkParams,
-        book: Callable[[], BookState],
+        book: Callable[[], BookState | None],
         health: Callable[[], Mapping[str, float]],
+        leadership: Leadership | None = None,
     ) -> None:
         self.params = params
         self.book = book
         self.health = health
+        self.leadership = leadership
 
     def collect(self) -> Iterable[Any]:
-        link = self.params.link_id
         state = self.book()
+        if state is not None:  # a standby holds no book: the active controller's is news
+            yield from self._book(state)
+        if self.leadership is not None:
+            yield from self._lease(self.leadership)
+        link = self.params.link_id
+        for name, value in self.health().items():
+            gauge = GaugeMetricFamily(
+                f"progressive_link_{name}", name.replace("_", " "), labels=["link"]
+            )
+            gauge.add_metric([link], value)
+            yield gauge
+
+    def _lease(self, lead: Leadership) -> Iterable[Any]:
+        """Which controller serves: this one's role and since when, the lease as seen."""
+        link = self.params.link_id
+        since = GaugeMetricFamily(
+            "progressive_link_role_since_seconds",
+            "When this controller became active or standby (seconds since the epoch).",
+            labels=["link", "role"],
+        )
+        since.add_metric([link, lead.role], lead.since)
+        yield since
+        changes = GaugeMetricFamily(
+            "progressive_link_role_changes",
+            "Takeovers and stand-downs of this controller since it started.",
+            labels=["link"],
+        )
+        changes.add_metric([link], lead.changes)
+        yield changes
+        if lead.me is None:
+            return  # a file: no lease
+        holder = GaugeMetricFamily(
+            "progressive_link_lease_token",
+            "The lease's fencing token as last seen, labelled with its holder and this "
+            "controller's name.",
+            labels=["link", "holder", "me"],
+        )
+        holder.add_metric([link, lead.holder, lead.me], lead.token)
+        yield holder
+        expiry = GaugeMetricFamily(
+            "progressive_link_lease_expires_seconds",
+            "When the lease lapses unless renewed (seconds since the epoch, the database's "
+            "clock as last seen).",
+            labels=["link"],
+        )
+        expiry.add_metric([link], lead.expires_at or 0.0)
+        yield expiry
+
+    def _book(self, state: BookState) -> Iterable[Any]:
+        link = self.params.link_id
         for name, doc, account in (
             ("meter_display", "The linked meter (truncated to the cent).", accounts.meter),
             ("meter_reserve", "The linked meter's reserve.", accounts.reserve),
@@ -71,12 +126,6 @@ class _Scrape(Collector):
         )
         lseq.add_metric([link], state.lseq)
         yield lseq
-        for name, value in self.health().items():
-            gauge = GaugeMetricFamily(
-                f"progressive_link_{name}", name.replace("_", " "), labels=["link"]
-            )
-            gauge.add_metric([link], value)
-            yield gauge
 
 
 class LinkMetrics(Endpoint):
@@ -85,8 +134,9 @@ class LinkMetrics(Endpoint):
     def __init__(
         self,
         params: lp.LinkParams,
-        book: Callable[[], BookState],
+        book: Callable[[], BookState | None],
         health: Callable[[], Mapping[str, float]],
+        leadership: Leadership | None = None,
     ) -> None:
         self.link = params.link_id
         self.registry = CollectorRegistry(auto_describe=True)
@@ -119,7 +169,7 @@ class LinkMetrics(Endpoint):
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.registry.register(_Scrape(params, book, health))
+        self.registry.register(_Scrape(params, book, health, leadership))
 
     def count(self, counts: Mapping[str, int]) -> None:
         for outcome, n in counts.items():

@@ -1,22 +1,30 @@
-"""The link controller's broker session: subscribe to the tables, publish in order.
+"""The link controller's broker sessions: subscribe to the tables, publish in order.
 
-* The connection is a :class:`~progressived.mqtt.session.MqttSession` (a fresh client per
-  attempt, jittered backoff, a lost connection noticed while idle, MQTT 5). The user name
-  is the link id unless ``[mqtt] username`` says otherwise, and the client id is the user
-  name (docs/mqtt.md, "Accounts and client ids").
-* It subscribes to ``<prefix>/link/<link>/from/+`` at QoS 1 and hands every message, with
-  its receive time, to the controller's inbox; nothing is decided here.
+* One :class:`~progressived.mqtt.session.MqttSession` per broker of ``[mqtt] hosts`` (or the
+  one ``host``): a fresh client per attempt, jittered backoff, a lost connection noticed
+  while idle, MQTT 5. The user name is the link id unless ``[mqtt] username`` says
+  otherwise, and the client id is the user name (docs/mqtt.md, "Accounts and client ids").
+* Each session subscribes to ``<prefix>/link/<link>/from/+`` at QoS 1 and hands every
+  message, with its receive time, to the controller's one inbox; nothing is decided here.
+  The broker a table was last heard on is remembered: its replies go there
+  (docs/link.md, "The standby controller and two brokers").
 * Publishing goes through one ordered queue of batches: a batch's messages are sent in
-  order on one connection, their PUBACKs awaited together. A publish that fails while the
-  broker is away, or that the broker refuses (its ACL; the session counts and logs it), is
-  dropped: the tables send again from their outboxes and get the stored result, and every
+  order on each connection, their PUBACKs awaited together. Replies go to the table's broker
+  (every connected one while it is not known or not connected); heartbeats and the
+  retained meters go to every connected broker. A publish that fails while a broker is
+  away, or that the broker refuses (its ACL; the session counts and logs it), is dropped:
+  the tables send again from their outboxes and get the stored result, and every
   (re)connection republishes the retained meters (``on_connect``).
+* A **gate** (the controller's lease, :meth:`progressived.link.runtime.leadership.
+  Leadership.holds`) is asked before every connection attempt and every batch: a
+  controller whose lease term has passed connects to no broker and publishes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
 
@@ -39,7 +47,7 @@ def now_ms() -> int:
 
 
 class LinkMqtt:
-    """One link's broker session (reconnecting) with an inbox and an ordered outbox."""
+    """One link's broker sessions (reconnecting) with an inbox and an ordered outbox."""
 
     def __init__(
         self,
@@ -48,39 +56,74 @@ class LinkMqtt:
         *,
         on_connect: Callable[[], None] | None = None,
         clock_ms: Callable[[], int] = now_ms,
+        gate: Callable[[], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.link_id = link_id
         self.subscription = f"{settings.prefix}/link/{link_id}/from/+"
+        self._to = f"{settings.prefix}/link/{link_id}/to/"
         self.inbox: asyncio.Queue[Incoming] = asyncio.Queue(INBOX_MAX)
         self.published = 0
         self.dropped = 0
+        self.gate = gate
         self._on_connect = on_connect
         self._clock_ms = clock_ms
         self._last_ms = 0
-        self._outbox: asyncio.Queue[Sequence[Outgoing]] = asyncio.Queue()
-        options = settings.broker_options(
-            link_id,
-            default_username=link_id,
-            max_inflight=MAX_INFLIGHT,
-            max_queued_incoming=INBOX_MAX,
-        )
-        self.session = MqttSession(options, observers=[LoggedSession("progressived.link.mqtt")])
-        self.session.subscribe(self.subscription, self._received)
-        self.session.on_connect(self._connected)
+        self._route: dict[str, MqttSession] = {}  # table -> the broker it was last heard on
+        self._outbox: asyncio.Queue[tuple[Sequence[Outgoing], bool]] = asyncio.Queue()
+        self.sessions: list[MqttSession] = []
+        for broker in settings.endpoints():
+            options = settings.broker_options(
+                link_id,
+                default_username=link_id,
+                max_inflight=MAX_INFLIGHT,
+                max_queued_incoming=INBOX_MAX,
+                broker=broker,
+            )
+            session = MqttSession(options, observers=[LoggedSession("progressived.link.mqtt")])
+            session.gate = gate
+            session.subscribe(self.subscription, functools.partial(self._received, session))
+            session.on_connect(self._connected)
+            self.sessions.append(session)
+
+    @property
+    def session(self) -> MqttSession:
+        """The first broker's session (the status's ``broker``)."""
+        return self.sessions[0]
 
     @property
     def connected(self) -> bool:
-        return self.session.connected
+        """Connected to at least one broker."""
+        return any(s.connected for s in self.sessions)
+
+    @property
+    def connected_count(self) -> int:
+        return sum(s.connected for s in self.sessions)
 
     @property
     def attempts(self) -> int:
-        return self.session.attempts
+        return sum(s.attempts for s in self.sessions)
 
-    def send(self, messages: Sequence[Outgoing]) -> None:
-        """Queue messages to publish, in order, after everything queued before them."""
+    def views(self) -> list[dict[str, object]]:
+        """Each broker: where, connected or why not (the status's ``brokers``)."""
+        return [
+            {
+                "broker": s.options.url,
+                "connected": s.connected,
+                "state": s.state,
+                "error": s.detail,
+                "connections": s.connections,
+                "denied_total": s.denied_total,
+            }
+            for s in self.sessions
+        ]
+
+    def send(self, messages: Sequence[Outgoing], *, everywhere: bool = False) -> None:
+        """Queue messages to publish, in order, after everything queued before them:
+        replies to their table's broker, or (``everywhere``, and any retained message) to
+        every connected broker."""
         if messages:
-            self._outbox.put_nowait(messages)
+            self._outbox.put_nowait((messages, everywhere))
 
     async def _connected(self) -> None:
         if self._on_connect is not None:
@@ -88,48 +131,62 @@ class LinkMqtt:
 
     async def run(self) -> None:
         """Connect, receive, publish, reconnect with backoff; returns only after stop()."""
-        sender = asyncio.get_running_loop().create_task(self._publish_loop(), name="link-send")
+        loop = asyncio.get_running_loop()
+        sender = loop.create_task(self._publish_loop(), name="link-send")
         try:
-            await self.session.run()
+            await asyncio.gather(*(s.run() for s in self.sessions))
         finally:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sender
 
-    async def _received(self, message: aiomqtt.Message) -> None:
+    async def _received(self, session: MqttSession, message: aiomqtt.Message) -> None:
         payload = message.payload
         raw = payload if isinstance(payload, bytes) else str(payload).encode()
+        topic = message.topic.value
+        self._route[topic.rsplit("/", 1)[-1]] = session
         # The receive time never goes backwards (a wall-clock step would otherwise
         # reorder the split window); it is journaled with each message.
         self._last_ms = max(self._last_ms, self._clock_ms())
-        await self.inbox.put(Incoming(message.topic.value, raw, self._last_ms))
+        await self.inbox.put(Incoming(topic, raw, self._last_ms))
+
+    def _targets(self, message: Outgoing, everywhere: bool) -> list[MqttSession]:
+        live = [s for s in self.sessions if s.connected]
+        if everywhere or message.retain or not message.topic.startswith(self._to):
+            return live
+        home = self._route.get(message.topic[len(self._to) :])
+        return [home] if home is not None and home.connected else live
 
     async def _publish_loop(self) -> None:
-        """Hand each batch to the client in order at once; PUBACKs are awaited in the
+        """Hand each batch to the clients in order at once; PUBACKs are awaited in the
         background (at most ``MAX_INFLIGHT`` wait), so a slow PUBACK never holds the next
-        batch back and the order on the connection is the order queued."""
+        batch back and the order on each connection is the order queued."""
         pending: set[asyncio.Task[None]] = set()
         while True:
-            batch = await self._outbox.get()
-            if not self.session.connected:
+            batch, everywhere = await self._outbox.get()
+            if not self.connected or (self.gate is not None and not self.gate()):
                 self.dropped += len(batch)
                 continue
-            task = asyncio.get_running_loop().create_task(self._publish(batch))
+            sends = [(s, m) for m in batch for s in self._targets(m, everywhere)]
+            task = asyncio.get_running_loop().create_task(self._publish(sends))
             pending.add(task)
             task.add_done_callback(pending.discard)
             await asyncio.sleep(0)  # let it hand its messages to the client before the next
 
-    async def _publish(self, batch: Sequence[Outgoing]) -> None:
-        try:
-            accepted = await asyncio.gather(
-                *(self.session.publish(m.topic, m.payload, retain=m.retain) for m in batch)
-            )
-            self.published += sum(accepted)
-            self.dropped += len(batch) - sum(accepted)
-        except aiomqtt.MqttError as exc:
-            self.dropped += len(batch)
-            if not self.session.stopping:  # a clean stop says nothing of what it cut short
-                log.warning("publish failed (the tables will ask again)", error=str(exc))
+    async def _publish(self, sends: Sequence[tuple[MqttSession, Outgoing]]) -> None:
+        results = await asyncio.gather(
+            *(s.publish(m.topic, m.payload, retain=m.retain) for s, m in sends),
+            return_exceptions=True,
+        )
+        accepted = sum(r is True for r in results)
+        self.published += accepted
+        self.dropped += len(sends) - accepted
+        failed = [r for r in results if isinstance(r, aiomqtt.MqttError)]
+        if failed and not any(s.stopping for s, _ in sends):  # a clean stop says nothing
+            log.warning("publish failed (the tables will ask again)", error=str(failed[0]))
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, aiomqtt.MqttError):
+                raise r
 
     async def drain(self, timeout: float) -> None:
         """Wait (at most ``timeout``) until the outbox is sent, e.g. before a clean stop."""
@@ -138,5 +195,5 @@ class LinkMqtt:
             await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
-        """No new connection; the current one is closed cleanly and :meth:`run` returns."""
-        await self.session.stop()
+        """No new connection; the current ones are closed cleanly and :meth:`run` returns."""
+        await asyncio.gather(*(s.stop() for s in self.sessions))

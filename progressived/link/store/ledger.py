@@ -26,11 +26,8 @@ results) or is not (they are applied anew): the controller answers nothing in be
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +37,6 @@ from progressived.ledger import chain, plan, schema
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import (
     LedgerError,
-    LedgerMismatch,
     LedgerMissing,
     LedgerUnavailable,
 )
@@ -52,29 +48,16 @@ from progressived.link.core import params as lp
 from progressived.link.core.messages import Head
 from progressived.link.core.state import BookState, Step
 from progressived.link.store.opening import check_meta, open_store
+from progressived.link.store.recovery import NEVER, Recovery, recover
 from progressived.link.store.rows import record, records
 from progressived.runtime.clock import utc_now
 from progressived.storage.location import Location, shown
 from progressived.storage.port import Lease, LedgerStore
 from progressived.storage.sqlite import SqliteStore
 
-NEVER = 2**62  # the plan's own (table) snapshots are off: this module writes the link's
-TRIES = 3  # snapshots tried at open, newest first, before replaying every row
-
 __all__ = ["LinkLedger", "Recovery", "records"]
 
 log = structlog.get_logger("progressived.link.ledger")
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """How the book was rebuilt at open: from which snapshot (0: none, every row replayed),
-    how many rows after it were read, and how long it took."""
-
-    snapshot_seq: int
-    replayed: int
-    seconds: float
-    why_full: str = ""  # why no snapshot was used, when one exists
 
 
 class LinkLedger:
@@ -231,88 +214,11 @@ class LinkLedger:
         return cls(store, params, snapshot_every)
 
     def _load(self) -> None:
-        """Rebuild the book: the latest usable snapshot and the rows after it, else every
-        row (the chain checked on the way, from the snapshot's row)."""
-        started = time.perf_counter()
-        found, why = self._snapshot()
-        if found is not None:
-            try:
-                self._replay(found, started)
-                return
-            except _ChainBroken:
-                raise  # the rows are at fault, whatever the snapshot holds
-            except LedgerMismatch as exc:  # the snapshot, or a row after it: see below
-                why = f"replaying from the snapshot at row {found[0]} failed: {exc}"
-                log.error(
-                    "link ledger snapshot refused: replaying every row",
-                    path=self.where,
-                    snapshot_seq=found[0],
-                    why=why,
-                )
-        self._replay(None, started, why)
-
-    def _snapshot(self) -> tuple[tuple[int, str, journal.Replay] | None, str]:
-        """The newest of the last :data:`TRIES` snapshots that names its row's hash and
-        reads back, as (seq, hash, the replay at that row); else ``None`` and why."""
-        why = "the ledger has no snapshot"
-        for seq, snap_hash, row_hash in self.store.snapshots(TRIES):
-            if snap_hash != row_hash:
-                why = f"the snapshot at row {seq} does not name that row's hash"
-            else:
-                try:
-                    recorded, state = snapshot.loads(self.store.snapshot_text(seq))
-                    replay = journal.Replay()
-                    replay.params = journal.params_from_dict(recorded)
-                    replay.recorded = journal.params_to_dict(replay.params)
-                    replay.state = state
-                    return (seq, snap_hash, replay), ""
-                except (KeyError, TypeError, ValueError) as exc:  # SnapshotError too
-                    why = f"the snapshot at row {seq} cannot be read: {exc}"
-            log.warning("link ledger snapshot unusable", path=self.where, snapshot_seq=seq, why=why)
-        return None, why
-
-    def _replay(
-        self, found: tuple[int, str, journal.Replay] | None, started: float, why: str = ""
-    ) -> None:
-        store, where = self.store, self.where
-        since, since_hash, replay = found if found is not None else (0, chain.GENESIS, None)
-        replay = replay or journal.Replay()
-        walk = chain.Walk(since, since_hash)
-        for seq, _check, message in walk.breaks(store.chain_rows(since, NEVER)):
-            raise _ChainBroken(
-                f"ledger {where}: row {seq}: {message} (run `progressivectl ledger verify`)"
-            )
-        if walk.seq == 0:
-            raise LedgerMissing(f"link ledger {where} has no rows: it was never initialised")
-        replayed = 0
-        for seq, kind, data in store.rows(since):
-            replayed += 1
-            wrong = replay.row(str(kind), json.loads(data))
-            if wrong is not None:
-                raise LedgerMismatch(
-                    f"ledger {where}: row {seq} ({kind}): {wrong} "
-                    "(run `progressivectl ledger verify`)"
-                )
-        table = store.balances()
-        if nonzero(table) != nonzero(replay.state.balances):
-            raise LedgerMismatch(
-                f"ledger {where}: the balances table differs from the replayed "
-                "book (run `progressivectl ledger verify`)"
-            )
-        self._balances = table
-        self.book = replay.state
-        self.head = Head(walk.seq, walk.hash)
-        self._recorded = replay.recorded or {}
-        self._since_snapshot = walk.seq - since
-        self.recovery = Recovery(since, replayed, time.perf_counter() - started, why)
-        if found is None and walk.seq > self.snapshot_every:
-            log.warning(
-                "link ledger opened by replaying every row",
-                path=where,
-                rows=replayed,
-                seconds=round(self.recovery.seconds, 3),
-                why=why,
-            )
+        """Rebuild the book from the store (:func:`~progressived.link.store.recovery.recover`)."""
+        found = recover(self.store, self.snapshot_every)
+        self.book, self.head, self.recovery = found.book, found.head, found.recovery
+        self._balances, self._recorded = found.balances, found.recorded
+        self._since_snapshot = found.since_snapshot
 
     def _record_changes(self, at: str) -> None:
         detail = journal.changed_detail(self._recorded, self.params)
@@ -437,7 +343,3 @@ class LinkLedger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _ChainBroken(LedgerMismatch):
-    """The hash chain breaks after the snapshot: no full replay would open the ledger."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from progressived.core.money import display, display_exact
 from progressived.ledger.readonly import connect_readonly
-from progressived.ledger.reports import head_fields, meter_figures
+from progressived.ledger.reports import head_fields, meter_figures, render_rows
 from progressived.ledger.verify import meter_ids
 from progressived.link.core import params as lp
 from progressived.link.store import audit
@@ -126,14 +126,12 @@ def hits(path: Path | str, last: int = 25) -> list[dict[str, Any]]:
 
 
 def render_hits(rows: list[dict[str, Any]]) -> str:
-    lines = [
+    header = (
         f"{'order':>6} {'time':<25} {'table':<10} {'seat':>4} {'hand':<16} {'amount':>14}  state"
-    ]
-    for r in rows:
-        lines.append(
-            f"{r['order']:>6} {r['at'] or '':<25} {r['table_id']:<10} {r['seat']:>4} "
-            f"{r['hand']:<16} {r['amount']:>14}  {r['state']}"
-        )
-    if not rows:
-        lines.append("(no claims)")
-    return "\n".join(lines)
+    )
+    lines = (
+        f"{r['order']:>6} {r['at'] or '':<25} {r['table_id']:<10} {r['seat']:>4} "
+        f"{r['hand']:<16} {r['amount']:>14}  {r['state']}"
+        for r in rows
+    )
+    return render_rows(header, lines, "(no claims)")

@@ -35,7 +35,15 @@ def record(
     key: str | None = None,
     postings: tuple[Posting, ...] = (),
 ) -> Record:
-    return Record(kind, data, at, actor, None, 0, category, key, None, postings)
+    return Record(
+        kind=kind,
+        detail=data,
+        at=at,
+        actor=actor,
+        category=category,
+        idempotency_key=key,
+        postings=postings,
+    )
 
 
 def records(steps: Sequence[tuple[Step, int]]) -> list[Record]:
@@ -51,17 +59,14 @@ def records(steps: Sequence[tuple[Step, int]]) -> list[Record]:
                 text = journal.applied_text(event, at_ms)  # = dumps(journal.applied(...))
                 out.append(
                     Record(
-                        event.kind,
-                        {},
-                        at,
-                        event.table,
-                        None,
-                        0,
-                        "engine",
-                        key,
-                        None,
-                        event.postings,
-                        text,
+                        kind=event.kind,
+                        detail={},
+                        at=at,
+                        actor=event.table,
+                        category="engine",
+                        idempotency_key=key,
+                        postings=event.postings,
+                        text=text,
                     )
                 )
             else:

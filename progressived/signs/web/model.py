@@ -162,7 +162,7 @@ class Floor:
             self.sources[key] = Source(kind, ident)
         return self.sources[key]
 
-    def apply(self, topic: str, payload: bytes, now: float) -> str | None:
+    def receive(self, topic: str, payload: bytes, now: float) -> str | None:
         """Take one message; returns the key of the source it changed, or None.
 
         Malformed payloads, unknown topics, late (lower ``seq``) meters and repeated events

@@ -126,7 +126,7 @@ class SignServer:
 
     def take(self, topic: str, payload: bytes) -> None:
         now = time.monotonic()
-        key = self.floor.apply(topic, payload, now)
+        key = self.floor.receive(topic, payload, now)
         if key is not None:
             shown = self.floor.sources[key].as_json(now)
             self.push("source", {**shown, "html": source_html(shown, self.config)})

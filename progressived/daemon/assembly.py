@@ -1,0 +1,178 @@
+"""The parts of one table whose ledger is open, built in the order they depend on each other.
+
+The ledger is opened first (:meth:`Controller.start`); everything that reads or writes it is
+built here from it, each part given what it needs at construction: the readers (outputs,
+publisher, metrics counters) before the journal, whose observers they are; the journal;
+then the parts that submit to the journal (board input, link client). Nothing is assigned
+into a part after it is built; the one late step is :meth:`TableMetrics.collect`, whose
+scrape-time source reads the link client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from progressived.board.driver import BoardDriver
+from progressived.config.daemon import DaemonConfig
+from progressived.daemon.board_input import BoardInput
+from progressived.daemon.current import CurrentTable
+from progressived.daemon.health import Health
+from progressived.daemon.journal import Journal, LinkSide
+from progressived.daemon.ledger_executor import LedgerExecutor
+from progressived.daemon.ledger_writer import LedgerWriter
+from progressived.daemon.link import LinkClient
+from progressived.daemon.link_out import LinkOutbox
+from progressived.daemon.metrics import HitCounts, TableMetrics
+from progressived.daemon.observers import JournalObservers, KeyLatency, Notify
+from progressived.daemon.outbox import LedgerOutbox
+from progressived.daemon.outputs import Outputs
+from progressived.daemon.upkeep import MetricsView
+from progressived.ledger import Ledger
+from progressived.link.core.messages import LinkedMeter
+from progressived.mqtt.payloads import Topics
+from progressived.mqtt.publisher import HeadSource, SignPublisher
+from progressived.mqtt.session import MqttSession
+
+HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenTable:
+    """One table's parts over its open ledger."""
+
+    current: CurrentTable
+    writer: LedgerWriter
+    journal: Journal
+    hits: HitCounts
+    publisher: SignPublisher
+    outputs: Outputs
+    board_input: BoardInput
+    link: LinkClient | None
+    metrics: TableMetrics | None
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.current.ledger
+
+
+@dataclass(frozen=True, kw_only=True)
+class Surroundings:
+    """What a table's parts share with the process: built before the ledger is opened."""
+
+    config: DaemonConfig
+    executor: LedgerExecutor
+    session: MqttSession
+    driver: BoardDriver
+    health: Health
+    clock: Callable[[], str]
+    notify: Notify
+    version: str
+
+
+def head_reader(ledger: Ledger, executor: LedgerExecutor) -> HeadSource:
+    """The ledger's head for the MQTT status, read on the ledger thread (so the seq and hash
+    are one commit's); None if the ledger thread is busy for longer than a status can wait
+    (the status then goes out without it)."""
+
+    async def head() -> tuple[int, str] | None:
+        try:
+            async with asyncio.timeout(HEAD_READ_TIMEOUT_S):
+                return await executor.run(lambda: (ledger.head_seq, ledger.head_hash))
+        except TimeoutError:
+            return None
+
+    return head
+
+
+def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
+    """Build the parts over ``ledger`` (opened by ``around.executor``)."""
+    config, table_id = around.config, around.config.params.table_id
+    topics = Topics(config.mqtt.prefix, table_id)
+    current = CurrentTable(config, ledger)
+    metrics = TableMetrics(table_id) if config.metrics.enabled else None
+    observe = metrics.key_to_publish.labels(table_id).observe if metrics is not None else None
+    latency = KeyLatency(around.notify, observe)
+    publisher = SignPublisher(
+        around.session,
+        topics,
+        LedgerOutbox(ledger, around.executor),
+        meter_max_rate_hz=config.mqtt.meter_max_rate_hz,
+        version=around.version,
+        clock=around.clock,
+        hooks=latency,
+        head=head_reader(ledger, around.executor),
+    )
+    linked: dict[str, LinkedMeter] = {}  # the link client writes, the outputs draw
+    outputs = Outputs(
+        current=current,
+        publisher=publisher,
+        driver=around.driver,
+        health=around.health,
+        journal_clock=around.executor.journal_clock,
+        linked=linked,
+    )
+    hits = HitCounts()
+    observers = JournalObservers(
+        table_id=table_id,
+        notify=around.notify,
+        hits=hits,
+        latency=latency,
+        metrics=metrics,
+        changed=outputs.redraw,
+        queued=publisher.wake,
+    )
+    writer = LedgerWriter(
+        current=current,
+        executor=around.executor,
+        topics=topics,
+        health=around.health,
+        clock=around.clock,
+        observers=observers,
+    )
+    link: LinkClient | None = None
+    if config.link is None:
+        journal = Journal(writer=writer)
+    else:  # a table with linked meters (docs/link.md)
+        outbox = LinkOutbox(config.params, config.link.id, config.mqtt.prefix)
+        queued = asyncio.Event()
+        journal = Journal(writer=writer, link=LinkSide(outbox, queued.set))
+        link = LinkClient(
+            journal=journal,
+            config=config,
+            link=config.link,
+            session=around.session,
+            outbox=outbox,
+            queued=queued,
+            meters=linked,
+            changed=outputs.redraw,
+        )
+    board_input = BoardInput(
+        journal=journal,
+        outputs=outputs,
+        driver=around.driver,
+        health=around.health,
+        notify=around.notify,
+    )
+    if metrics is not None:
+        view = MetricsView(
+            current=current,
+            health=around.health,
+            driver=around.driver,
+            version=around.version,
+            hits=hits,
+            link=link.status if link is not None else None,
+        )
+        metrics.collect(view)
+    return OpenTable(
+        current=current,
+        writer=writer,
+        journal=journal,
+        hits=hits,
+        publisher=publisher,
+        outputs=outputs,
+        board_input=board_input,
+        link=link,
+        metrics=metrics,
+    )
