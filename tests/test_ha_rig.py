@@ -31,7 +31,11 @@ from progressived.storage.postgres import PostgresStore
 from progressived.testing.ha import DatabaseCluster, PatroniNode, database_cluster, settings
 from tests.test_storage_contract import AT, LINK, money, planned
 
-pytestmark = pytest.mark.timeout(240)
+# ``healthy`` restarts the nodes a test killed: they belong to the module's cluster.
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.processes_outlive("the module-scoped cluster's nodes, restarted"),
+]
 
 
 @pytest.fixture(scope="module")
