@@ -56,14 +56,6 @@ def postgres_url(postgres_server: object) -> str:
     return postgres_server.database()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Orphaned descendants come back to this process (tests/processes.py), so that the
-    leftover check sees a daemon even after its parent exited."""
-    from tests.processes import become_subreaper
-
-    become_subreaper()
-
-
 @pytest.fixture(autouse=True)
 def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails the test if a process it started still runs after its teardown (killed then).

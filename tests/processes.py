@@ -1,9 +1,7 @@
 """Every process a test starts ends with it: the check behind conftest's ``no_leftovers``.
 
-The test process makes itself a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a
-grandchild whose parent exits (a daemon that forked, a browser's helpers, ``pg_ctl``'s
-server) is then re-parented to it rather than to init, so it stays visible as a descendant
-and a test cannot lose one by exiting its parent first. After each test, a descendant that
+After each test, a descendant of the test process (a child, or a child's child while its
+parent lives; ``become_subreaper`` can adopt orphans too, and its test shows it) that
 did not exist before it and still runs (after a bounded grace for ones already stopping)
 is killed and fails the test, named with its command line. A process started by one that
 existed before the test (a backend of the session's PostgreSQL) is its starter's to end.
@@ -23,11 +21,14 @@ PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 5.0  # a process signalled at the end of a test may take this long to exit
 
 
-def become_subreaper() -> bool:
-    """Adopt orphaned descendants (Linux only); whether it worked."""
+def become_subreaper(on: bool = True) -> bool:
+    """Adopt orphaned descendants, or stop (Linux only); whether it worked. Not on for the
+    whole suite: an adopted orphan that exits stays a zombie until reaped, and a zombie
+    postmaster looks alive to Patroni and pg_ctl, so tests that SIGKILL a parent need init
+    to reap its orphans."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

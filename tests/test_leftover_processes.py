@@ -21,14 +21,17 @@ def test_a_child_left_running_is_found_and_killed() -> None:
 
 def test_an_orphaned_grandchild_is_adopted_found_and_killed() -> None:
     assert become_subreaper()
-    before = set(descendants())
-    shell = subprocess.run(
-        ["sh", "-c", "sleep 61 >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True, timeout=10,
-    )
-    orphan = int(shell.stdout)
-    assert psutil.Process(orphan).ppid() == psutil.Process().pid  # adopted, not init's
-    found = leftovers(before)
+    try:
+        before = set(descendants())
+        shell = subprocess.run(
+            ["sh", "-c", "sleep 61 >/dev/null 2>&1 & echo $!"],
+            capture_output=True, text=True, check=True, timeout=10,
+        )
+        orphan = int(shell.stdout)
+        assert psutil.Process(orphan).ppid() == psutil.Process().pid  # adopted, not init's
+        found = leftovers(before)
+    finally:
+        become_subreaper(False)
     assert [f"pid {orphan}: sleep 61"] == found
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
 
