@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from progressived.testing.broker import Mosquitto
+
+# Nothing in the suite judges a timing (docs/performance.md): Hypothesis's per-example
+# deadline and its "generation is slow" health check would, and fail on a loaded machine
+# (parallel workers, other suites) for no fault of the code. Tests' own settings inherit this.
+settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("suite")
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYTABLES = ROOT / "config" / "paytables"
@@ -44,3 +54,45 @@ def postgres_url(postgres_server: object) -> str:
 
     assert isinstance(postgres_server, Server)
     return postgres_server.database()
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test if a process it started still runs after its teardown (killed then).
+
+    Autouse and function-scoped, it is set up before the test's other function fixtures and
+    torn down after them: what a fixture stops in its teardown is stopped by then. Processes
+    of wider-scoped fixtures (the session's PostgreSQL) exist before and are not counted."""
+    from tests.processes import descendants, leftovers
+
+    if request.node.get_closest_marker("processes_outlive") is not None:
+        yield  # a wider fixture's processes restarted by this test's fixtures (HA rig)
+        return
+    before = set(descendants())
+    yield
+    left = leftovers(before)
+    if left:
+        pytest.fail("processes left running by this test (killed):\n" + "\n".join(left))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A process that outlived every fixture (a module- or session-scoped one that did not
+    stop it) fails the run."""
+    from tests.processes import leftovers
+
+    left = leftovers(())
+    if left:
+        session.config.stash[LEFTOVERS] = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    left = terminalreporter.config.stash.get(LEFTOVERS, [])
+    if left:
+        terminalreporter.write_line(
+            "processes left running at the end of the session (killed):\n" + "\n".join(left),
+            red=True,
+        )
+
+
+LEFTOVERS = pytest.StashKey[list[str]]()

@@ -23,10 +23,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from progressived.testing.waits import until_sync
 
 # What a fresh root's environment is: root's login PATH, the operator's scripted editor first.
 PATH = "/root/operator-bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -240,6 +241,5 @@ def _stop(root: InstallRoot) -> None:
             os.kill(root.init_pid, signal.SIGKILL)
     if root.unshare is not None:
         root.unshare.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while root.processes() and time.monotonic() < deadline:
-            time.sleep(0.1)  # the kernel reaps the namespace's processes
+        # the kernel reaps the namespace's processes
+        until_sync(lambda: not root.processes(), "the namespace's processes reaped", 30, every=0.1)

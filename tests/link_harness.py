@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from progressived.link.core.messages import (
 from progressived.link.runtime.config import LinkConfig, link_config_from
 from progressived.link.runtime.controller import LinkController
 from progressived.testing.broker import Mosquitto
+from progressived.testing.waits import until
 from tests.conftest import ROOT
 from tests.link_ledger_stub import MemoryJournal
 
@@ -52,21 +52,13 @@ def link_config(broker: Mosquitto, tmp: Path, **link: Any) -> LinkConfig:
     return link_config_from(link_data(broker.port, tmp, **link), tmp / "link.toml")
 
 
-async def until(check: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        await asyncio.sleep(0.01)
-
-
 @contextlib.asynccontextmanager
 async def running(config: LinkConfig) -> AsyncIterator[tuple[LinkController, MemoryJournal]]:
     journal = MemoryJournal(config.params)
     controller = LinkController(config, lambda: journal)
     task = asyncio.create_task(controller.run(install_signals=False))
     try:
-        await until(lambda: controller.mqtt.connected or task.done())
+        await until(lambda: controller.mqtt.connected or task.done(), "the link connected")
         yield controller, journal
     finally:
         controller.request_stop()
@@ -126,5 +118,5 @@ class TableClient:
             found[:] = [m for m in self.of_type(kind) if check(m)]
             return bool(found)
 
-        await until(seen, timeout)
+        await until(seen, f"a {kind} that passes the check", timeout)
         return found[-1]

@@ -92,7 +92,7 @@ class SimTable:
 
     def contribute(self, count: int, round_no: int = 1) -> TableMessage:
         msg = Contribution(
-            **self._envelope(),  # type: ignore[arg-type]
+            **self._envelope(),
             round=round_no,
             wagers=(MeterWagers(METER, count, count * WAGER),),
         )
@@ -103,7 +103,7 @@ class SimTable:
         claim_id = f"{self.table}-c{self.seq + 1}"
         self.claims.append(claim_id)
         msg = Claim(
-            **self._envelope(),  # type: ignore[arg-type]
+            **self._envelope(),
             claim=claim_id,
             round=1,
             seat=seat,
@@ -113,13 +113,13 @@ class SimTable:
         return self._queue(msg)
 
     def confirm(self, claim_id: str) -> TableMessage:
-        return self._queue(ClaimConfirm(**self._envelope(), claim=claim_id, by="sup"))  # type: ignore[arg-type]
+        return self._queue(ClaimConfirm(**self._envelope(), claim=claim_id, by="sup"))
 
     def reject(self, claim_id: str) -> TableMessage:
-        return self._queue(ClaimReject(**self._envelope(), claim=claim_id, by="sup"))  # type: ignore[arg-type]
+        return self._queue(ClaimReject(**self._envelope(), claim=claim_id, by="sup"))
 
     def reverse(self, of: str) -> TableMessage:
-        return self._queue(Reversal(**self._envelope(), of=of, round=1))  # type: ignore[arg-type]
+        return self._queue(Reversal(**self._envelope(), of=of, round=1))
 
     def on_reply(self, reply: object) -> list[TableMessage]:
         """Journal a result; a resend answer returns the messages to send again."""

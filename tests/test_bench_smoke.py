@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary directory instead of pytest's: the bench makes Unix sockets (a
+    NOTIFY_SOCKET, the control socket) inside it, and their paths hold 107 bytes at most,
+    which pytest-xdist's per-worker directories exceed."""
+    short = Path(tempfile.mkdtemp(prefix="pb-", dir="/tmp"))
+    yield short
+    shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.mark.timeout(120)

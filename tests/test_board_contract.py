@@ -26,6 +26,7 @@ from progressived.board.lights import Light
 from progressived.config.daemon import load_daemon_config
 from progressived.daemon.service import Controller
 from progressived.testing.broker import Mosquitto
+from progressived.testing.waits import until
 from tests.daemon_harness import init_ledger, write_config
 
 
@@ -83,10 +84,7 @@ async def test_a_board_without_key_numbers_drives_a_round(
     assert isinstance(board, BoardDriver)
     controller = Controller(config, driver=board)
     runner = asyncio.create_task(controller.run(install_signals=False))
-    for _ in range(200):
-        if controller.state.locked:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: controller.state.locked, "the round locked", 10)
     controller.request_stop()
     assert await asyncio.wait_for(runner, timeout=30) == 0
     assert sorted(controller.state.locked) == [2]

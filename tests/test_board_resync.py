@@ -20,7 +20,8 @@ from progressived_drivers.wire_log import WireErrorLog, hex_sample
 from structlog.testing import capture_logs
 
 from progressived.board.lights import Light
-from tests.test_serial_driver import HB, Rig, make_rig, until
+from progressived.testing.waits import until
+from tests.test_serial_driver import HB, Rig, make_rig
 
 
 @pytest.fixture
@@ -99,10 +100,10 @@ async def test_a_hello_with_a_lower_sequence_resets_the_expectation(tmp_path: Pa
         sim.send(p.Hello(sim.board_id, sim.boot_id, sim.seats, sim.key_acked))
         sim.place_bet(4)
         ev = await rig.expect(SensorsReported)
-        assert ev.present == frozenset({4})  # type: ignore[attr-defined]
+        assert ev.present == frozenset({4})
         sim.press("LOCK")
         key = await rig.expect(KeyPressed)
-        assert key.code == "LOCK"  # type: ignore[attr-defined]
+        assert key.code == "LOCK"
         await asyncio.sleep(8 * HB)  # longer than missed_heartbeats: still online
         assert rig.drain() == []
         assert drv.online
@@ -116,7 +117,7 @@ async def test_state_whose_seat_count_differs_from_hello_is_bad_payload(rig: Rig
     await until(lambda: drv.counters["bad_payload"] == 1)
     sim.place_bet(1)
     ev = await rig.expect(SensorsReported)
-    assert ev.present == frozenset({1})  # type: ignore[attr-defined]
+    assert ev.present == frozenset({1})
 
 
 async def test_wire_errors_are_logged_with_kind_and_sample(rig: Rig) -> None:

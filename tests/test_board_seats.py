@@ -19,7 +19,8 @@ from progressived_drivers.serial_board import BoardSettings, SerialBoardDriver
 from structlog.testing import capture_logs
 
 from progressived.board.lights import Light
-from tests.test_serial_driver import HB, Rig, make_rig, until
+from progressived.testing.waits import until
+from tests.test_serial_driver import HB, Rig, make_rig
 
 # the daemon lights every seat of a 7-seat table
 TABLE = dict.fromkeys(range(1, 8), Light.IDLE)
@@ -40,8 +41,8 @@ async def _rig(tmp_path: Path, board_seats: int, *, told_first: bool) -> AsyncIt
                 lights_seen.append(msg)
         on_frame(frame)
 
-    sim._on_frame = record  # type: ignore[method-assign]
-    sim.lights_seen = lights_seen  # type: ignore[attr-defined]
+    sim._on_frame = record
+    sim.lights_seen = lights_seen
     await sim.start()
     drv = SerialBoardDriver(BoardSettings(port=str(link), heartbeat_interval_s=HB))
     if told_first:
@@ -65,7 +66,7 @@ async def test_a_board_with_fewer_seats_than_the_table_is_refused(tmp_path: Path
             await until(lambda: rig.drv.counters["too_few_seats"] >= 4)
             assert not rig.drv.online
             assert rig.drain() == []  # never online, so the table never opens
-            assert rig.sim.lights_seen == []  # type: ignore[attr-defined]
+            assert rig.sim.lights_seen == []
     refused = _lines(logs, "board.too_few_seats")
     assert len(refused) == 1, refused  # rate-limited: once, not every heartbeat
     assert refused[0]["log_level"] == "error"
@@ -79,11 +80,11 @@ async def test_a_board_found_too_small_once_the_table_is_known_goes_offline(
         await rig.online()  # the driver does not know the table yet: the board's 5 seats
         await rig.drv.set_lights(TABLE)
         offline = await rig.expect(BoardOffline)
-        assert "5 seats, the table 7" in offline.reason  # type: ignore[attr-defined]
+        assert "5 seats, the table 7" in offline.reason
         await asyncio.sleep(6 * HB)  # its HELLOs (answers to our C_HELLOs) are refused
         assert not rig.drv.online
         assert rig.drain() == []
-        seen = rig.sim.lights_seen  # type: ignore[attr-defined]
+        seen = rig.sim.lights_seen
         assert all(len(lights.codes) <= 5 for lights in seen), seen
 
 
@@ -92,7 +93,7 @@ async def test_lights_carry_the_tables_seats_not_more(tmp_path: Path) -> None:
         await rig.online()
         await rig.drv.set_lights({**TABLE, 3: Light.BET})
         await until(lambda: rig.drv.lights_acked)
-        seen = rig.sim.lights_seen  # type: ignore[attr-defined]
+        seen = rig.sim.lights_seen
         assert {len(lights.codes) for lights in seen} == {7}
         assert rig.sim.lights[3] is Light.BET and rig.sim.lights[8] is Light.IDLE
 
@@ -106,10 +107,10 @@ async def test_a_wager_beyond_the_table_is_warned_and_the_tables_seats_still_app
             rig.sim.place_bet(8)  # a stray object on a seat the table does not use
             rig.sim.place_bet(2)
             ev = await rig.expect(SensorsReported)
-            assert ev.present == frozenset({2})  # type: ignore[attr-defined]
+            assert ev.present == frozenset({2})
             rig.sim.place_bet(3)
             ev = await rig.expect(SensorsReported)
-            assert ev.present == frozenset({2, 3})  # type: ignore[attr-defined]
+            assert ev.present == frozenset({2, 3})
             await asyncio.sleep(12 * HB)  # periodic STATEs repeat the stray wager
             assert rig.drv.counters["wagers_beyond_table"] >= 3
             assert rig.drv.counters["bad_payload"] == 0
@@ -129,10 +130,10 @@ async def test_lights_come_back_after_a_controller_stall(tmp_path: Path) -> None
         await drv.set_lights({1: Light.BET, 2: Light.LOCKED})
         await until(lambda: drv.lights_acked and sim.lights[2] is Light.LOCKED)
         tick = drv._tick
-        drv._tick = lambda: None  # type: ignore[method-assign]
+        drv._tick = lambda: None
         await until(lambda: set(sim.lights.values()) == {Light.CLOSED})  # the fail-safe
         await asyncio.sleep(2 * HB)
-        drv._tick = tick  # type: ignore[method-assign]
+        drv._tick = tick
         await until(lambda: sim.lights[2] is Light.LOCKED, timeout=10 * HB)
         assert sim.lights[1] is Light.BET
         assert drv.counters["stall_lights"] >= 1
@@ -145,7 +146,7 @@ async def test_a_board_replaced_by_a_smaller_one_goes_offline_at_its_hello(tmp_p
         rig.sim.seats = 5  # a 5-seat board plugged in instead (a new boot)
         rig.sim.reboot()
         offline = await rig.expect(BoardOffline)
-        assert "5 seats, the table 7" in offline.reason  # type: ignore[attr-defined]
+        assert "5 seats, the table 7" in offline.reason
         rig.sim.place_bet(1)  # its frames are not taken for the old board's
         await asyncio.sleep(6 * HB)
         assert rig.drain() == []

@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from progressived.testing.board import simulator_factory
 from progressived.testing.rig import table
 from tests.daemon_harness import harness_config
 from tests.mqtt_schemas import problems
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 async def test_a_five_seat_board_on_a_seven_seat_table_is_refused(tmp_path: Path) -> None:
@@ -31,5 +35,5 @@ async def test_a_five_seat_board_on_a_seven_seat_table_is_refused(tmp_path: Path
         text = t.log_text()
         assert text.count("board.too_few_seats") == 1, text[-3000:]
         assert '"board_seats": 5' in text and '"seats": 7' in text
-        assert t.sim.counters["lights_received"] == 0  # type: ignore[attr-defined]
+        assert t.sim.counters["lights_received"] == 0
         assert t.proc is not None and t.proc.poll() is None

@@ -30,19 +30,11 @@ from progressived.config.paytables import find_paytable
 from progressived.core.params import MeterParams, TableParams
 from progressived.engine import Command, Sensors, TableState, decide, initial_state
 from progressived.engine.state import Phase
+from progressived.testing.waits import until
 
 HB = 0.05
 CTL = [sys.executable, "-m", "progressived.cli.ctl", "simulate-board"]
 AT = "2026-11-21T19:00:00Z"
-
-
-async def until(pred: object, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():  # type: ignore[operator]
-        if loop.time() > end:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 async def test_command_language(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from bench.stress import demo_params, drive
 from progressived.ledger import Ledger
+from progressived.testing.waits import until_sync
 
 DAEMON = [sys.executable, "-m", "progressived.cli.daemon"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
@@ -293,6 +294,7 @@ def test_par_into_a_closed_pipe_and_into_head() -> None:
     assert shell.returncode in (0, 141)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("after", [0.3, 1.5, 3.0])  # loading, starting the parts, playing
 def test_ctrl_c_in_the_demos_first_seconds(tmp_path: Path, after: float) -> None:
     proc = subprocess.Popen(
@@ -309,15 +311,14 @@ def test_ctrl_c_in_the_demos_first_seconds(tmp_path: Path, after: float) -> None
     assert "Traceback" not in out + err
     assert "interrupted" in one_line(subprocess.CompletedProcess([], 130, out, err))
     # Nothing of the demo is left running (broker, board simulator, daemon).
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    def group_ended() -> bool:
         try:
             os.killpg(proc.pid, 0)
         except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("a process of the demo is still running")
+            return True
+        return False
+
+    until_sync(group_ended, "every process of the demo to end", 15)
 
 
 # ----------------------------------------------------------------- 20: the command line

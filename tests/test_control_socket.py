@@ -12,9 +12,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from progressived.runtime.control import request
 from tests.daemon_harness import table
 from tests.test_cli_faults import CTL, closed_pipe_run
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 NOBODY = 65534
 

@@ -37,8 +37,11 @@ from progressived.testing.board import simulator_factory
 from progressived.testing.broker import free_port
 from progressived.testing.rig import Table
 from progressived.testing.rig import table as rig_table
+from progressived.testing.waits import until
 from tests.daemon_harness import TABLE, harness_config
 from tests.mqtt_schemas import problems
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 STATUS = f"progressive/table/{TABLE}/status"
 METER = f"progressive/table/{TABLE}/meter/main"
@@ -107,15 +110,10 @@ def metric(port: int, name: str) -> float:
     raise AssertionError(f"no {name} in the exposition")
 
 
-async def until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> float:
+async def seconds_until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> float:
     """Poll ``check`` (in a thread: it may block) until true; the seconds it took."""
     started = time.monotonic()
-    try:
-        async with asyncio.timeout(timeout):
-            while not await asyncio.to_thread(check):
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
+    await until(check, what, timeout, in_thread=True)
     return time.monotonic() - started
 
 
@@ -155,14 +153,14 @@ async def test_an_idle_table_sees_its_broker_die_and_is_back_on_an_empty_one(
         t.start_daemon()
         await t.online()
         # Settled: connected, the table open (its start-up rows journaled), the sign has it.
-        await until(lambda: (s := status(t))["broker"]["connected"] and not s["closed"], "open")
+        await seconds_until(lambda: (s := status(t))["broker"]["connected"] and not s["closed"], "open")
         head = status(t)["ledger"]["head_seq"]
         await t.sub.wait(lambda: any(m["seq"] == head for m in t.sub.on(METER)), "the meter")
         before = await retained(t.broker.host, t.broker.port, [STATUS, METER])
         assert metric(port, "progressive_broker_connected") == 1
         # Idle: nothing is played from here on. The broker dies.
         t.broker.stop(signal.SIGKILL)
-        took = await until(
+        took = await seconds_until(
             lambda: metric(port, "progressive_broker_connected") == 0, "the metric", 2 * LOSS_BOUND_S
         )
         assert took <= LOSS_BOUND_S
@@ -172,7 +170,7 @@ async def test_an_idle_table_sees_its_broker_die_and_is_back_on_an_empty_one(
         # and publishes its status and meter again, retained, with no play.
         t.broker.start()
         restarted = time.monotonic()
-        await until(lambda: status(t)["broker"]["connected"], "reconnected", LOSS_BOUND_S)
+        await seconds_until(lambda: status(t)["broker"]["connected"], "reconnected", LOSS_BOUND_S)
         after = await asyncio.wait_for(
             retained(t.broker.host, t.broker.port, [STATUS, METER]), LOSS_BOUND_S
         )
@@ -207,9 +205,9 @@ async def test_a_wrong_password_is_not_authorised_said_once_and_retried(
     ) as t:
         broker_log = t.broker.workdir / "mosquitto.log"
         t.start_daemon()
-        await until(lambda: t.logged_running() and status(t)["board"]["online"], "running")
+        await seconds_until(lambda: t.logged_running() and status(t)["board"]["online"], "running")
         # Several refused attempts, as the broker saw them.
-        await until(
+        await seconds_until(
             lambda: broker_log.read_text().count("not authorised") >= 5, "5 refused attempts"
         )
         shown = ctl_status(t)
@@ -236,8 +234,8 @@ async def test_refused_publishes_are_counted_unhealthy_and_lose_nothing(
     ) as t:
         t.start_daemon()
         # The sign hears nothing from this table: watch it through its control socket.
-        await until(lambda: t.logged_running() and status(t)["board"]["online"], "running")
-        await until(lambda: metric(port, "progressive_broker_publish_denied_total") >= 1, "refused")
+        await seconds_until(lambda: t.logged_running() and status(t)["board"]["online"], "running")
+        await seconds_until(lambda: metric(port, "progressive_broker_publish_denied_total") >= 1, "refused")
         s = status(t)
         assert s["broker"]["connected"] and s["broker"]["denied"], s["broker"]
         assert s["healthy"] is False and s["health"].startswith(
@@ -257,7 +255,7 @@ async def test_refused_publishes_are_counted_unhealthy_and_lose_nothing(
         assert t.broker.proc is not None
         t.broker.proc.send_signal(signal.SIGHUP)
         await t.online(timeout=30)  # the events journaled meanwhile arrive, in order
-        await until(lambda: status(t)["healthy"], "healthy again")
+        await seconds_until(lambda: status(t)["healthy"], "healthy again")
         seqs = [e["seq"] for e in t.sub.events()]
         assert seqs == sorted(seqs)
         assert t.sub.events("daemon_started")  # the first event of the run, kept meanwhile

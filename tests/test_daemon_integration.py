@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.daemon_harness import TABLE, table
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def verify(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -6,20 +6,37 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from progressived.demo.console import daemon_problem, narrate
 from progressived.signs.screen import HOME_CLEAR
+from progressived.testing.waits import until_sync
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary directory instead of pytest's: the demo makes its control socket
+    inside it, and a Unix socket's path holds 107 bytes at most, which pytest-xdist's
+    per-worker directories (``.../popen-gw0/test_.../progressived-demo-XXXX/``) exceed."""
+    short = Path(tempfile.mkdtemp(prefix="pd-", dir="/tmp"))
+    yield short
+    shutil.rmtree(short, ignore_errors=True)
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
+@pytest.mark.e2e
 def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
     proc = subprocess.run(
         [*DEMO, "--headless", "--rounds", "3", "--workdir", str(tmp_path)],
@@ -58,6 +75,7 @@ def _removed_dir(out: str) -> Path:
     return Path(found.group(1))
 
 
+@pytest.mark.e2e
 def test_typed_commands_show_their_answers_and_errors(tmp_path: Path) -> None:
     typed = "status\nbet 9\nfrobnicate\nbet 3\nkey LOCK\nkey H1\n"
     proc = subprocess.run(
@@ -83,6 +101,7 @@ def test_typed_commands_show_their_answers_and_errors(tmp_path: Path) -> None:
     assert f"control     {work / 'control.sock'}" in out
 
 
+@pytest.mark.e2e
 def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
     master, slave = pty.openpty()
     env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "100", "LINES": "30"}
@@ -106,9 +125,14 @@ def test_on_a_terminal_the_screen_is_redrawn_in_place(tmp_path: Path) -> None:
     def seen() -> str:
         return b"".join(chunks).decode(errors="replace")
 
-    deadline = time.monotonic() + 120
-    while "type board commands" not in seen() and time.monotonic() < deadline:
-        time.sleep(0.2)
+
+    def prompted() -> bool:
+        if "type board commands" in seen():
+            return True
+        assert proc.poll() is None, f"the demo exited {proc.returncode}: {seen()[-3000:]}"
+        return False
+
+    until_sync(prompted, "the demo's prompt", 120)
     os.write(master, b"bet 9\n")
     time.sleep(1.5)
     os.write(master, b"\x04")  # Ctrl-D: end of input
@@ -151,6 +175,7 @@ def test_daemon_warnings_reach_the_screen_and_info_does_not() -> None:
     assert daemon_problem("not json at all") is None
 
 
+@pytest.mark.e2e
 def test_sigterm_stops_the_demo_cleanly_and_says_its_files_are_removed(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         DEMO,

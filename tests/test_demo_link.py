@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -26,11 +25,13 @@ import pytest
 from progressived.demo.link import DemoTable, Process
 from progressived.demo.link_console import Console
 from progressived.testing.board import simulator
+from progressived.testing.waits import WaitTimeout, until_sync
 
 DEMO = [sys.executable, "-m", "progressived.cli.daemon", "demo"]
 UNITS_PER_CENT = 10_000
 
 
+@pytest.mark.e2e
 def test_linked_demo_plays_and_reconciles_with_no_difference(tmp_path: Path) -> None:
     proc = subprocess.run(
         [*DEMO, "--tables", "3", "--headless", "--workdir", str(tmp_path)],
@@ -66,6 +67,7 @@ def test_linked_demo_plays_and_reconciles_with_no_difference(tmp_path: Path) -> 
     assert confirmed == paid > 2_000 * 100 * UNITS_PER_CENT
 
 
+@pytest.mark.e2e
 def test_tables_wants_two_or_more() -> None:
     proc = subprocess.run([*DEMO, "--tables", "0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
@@ -107,15 +109,16 @@ class Terminal:
 
     def wait_for(self, pattern: str, after: int = 0, timeout: float = 180) -> re.Match[str]:
         """The first match of ``pattern`` in what was shown after offset ``after``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = re.search(pattern, self.seen()[after:])
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no {pattern!r} on the terminal: {self.seen()[-3000:]}")
+
+        def found() -> re.Match[str] | None:
+            match = re.search(pattern, self.seen()[after:])
+            assert match or self.proc.poll() is None, f"exited: {self.seen()[-3000:]}"
+            return match
+
+        try:
+            return until_sync(found, repr(pattern), timeout, every=0.1)
+        except WaitTimeout:
+            raise AssertionError(f"no {pattern!r} on the terminal: {self.seen()[-3000:]}") from None
 
     def type(self, text: str) -> int:
         """Type ``text``; returns the output offset before it, to look for its answer."""
@@ -181,6 +184,7 @@ def _status(socket: str) -> dict[str, object]:
     return status
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(420)
 def test_on_a_terminal_it_shows_where_everything_is_takes_typed_commands_and_ctrl_c_stops_it() -> (
     None

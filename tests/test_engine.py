@@ -60,7 +60,7 @@ def test_a_command_that_does_not_fit_is_rejected_and_changes_nothing(
     command: Command, code: str
 ) -> None:
     params, state = locked_table()
-    decision = decide(params, state, command)  # type: ignore[arg-type]
+    decision = decide(params, state, command)
     assert not decision.accepted
     assert decision.code == code
     assert decision.reason
@@ -194,14 +194,14 @@ def test_awards_stay_locked_unless_an_award_ahead_of_them_changes() -> None:
     # A linked contribution does not change an award already locked...
     state, _ = run(params, state, LinkedWagers(source_table="t2", count=1000, contribution_id="c"))
     state, decisions = run(params, state, KeyHand(seat=2, hand="straight-flush"))
-    kinds = [e.kind for e in decisions[0].events]  # type: ignore[union-attr]
+    kinds = [e.kind for e in decisions[0].events]
     assert kinds == ["award_keyed"]
     # ...but an award keyed ahead of it in the counter-clockwise order reprices it. (One
     # flop deals at most two straight flushes in the first five cards: seat 2 goes first.)
     state, decisions = run(params, state, KeyHand(seat=2, hand="straight-flush"))
-    assert [(e.kind, e.seat) for e in decisions[0].events] == [("award_reversed", 2)]  # type: ignore[union-attr]
+    assert [(e.kind, e.seat) for e in decisions[0].events] == [("award_reversed", 2)]
     state, decisions = run(params, state, KeyHand(seat=6, hand="straight-flush"))
-    events = decisions[0].events  # type: ignore[union-attr]
+    events = decisions[0].events
     assert [(e.kind, e.seat) for e in events] == [
         ("award_reversed", 4),
         ("award_keyed", 6),
@@ -223,8 +223,8 @@ def test_a_confirmed_award_cannot_be_turned_off_and_blocks_void() -> None:
         Void(),
     )
     assert [d.accepted for d in decisions] == [True, True, True, True, False, False]
-    assert decisions[4].code == "award-confirmed"  # type: ignore[union-attr]
-    assert decisions[5].code == "award-confirmed"  # type: ignore[union-attr]
+    assert decisions[4].code == "award-confirmed"
+    assert decisions[5].code == "award-confirmed"
 
 
 def test_confirm_needs_the_supervisor_key() -> None:
@@ -237,7 +237,7 @@ def test_confirm_needs_the_supervisor_key() -> None:
         KeyHand(seat=1, hand="akq-spades"),
         Confirm(supervisor=False),
     )
-    assert decisions[-1].code == "supervisor-required"  # type: ignore[union-attr]
+    assert decisions[-1].code == "supervisor-required"
     assert state.pending
 
 
@@ -246,12 +246,12 @@ def test_late_bets_are_reported_and_change_nothing() -> None:
     state, _ = run(params, fresh(params), Sensors(present=frozenset({1})), Lock())
     balances = state.balances
     state, decisions = run(params, state, Sensors(present=frozenset({1, 5})))
-    kinds = [(e.kind, e.seat) for e in decisions[0].events]  # type: ignore[union-attr]
+    kinds = [(e.kind, e.seat) for e in decisions[0].events]
     assert ("late_bet", 5) in kinds
     assert state.locked == {1} and state.balances == balances
     # The dealer collecting the locked wager is expected: no late-bet report for seat 1.
     state, decisions = run(params, state, Sensors(present=frozenset({5})))
-    assert [e.kind for e in decisions[0].events] == ["sensors_changed"]  # type: ignore[union-attr]
+    assert [e.kind for e in decisions[0].events] == ["sensors_changed"]
 
 
 def test_every_event_round_trips_through_json_and_replay_rebuilds_the_state() -> None:
@@ -353,13 +353,13 @@ def test_transfer_only_above_the_reset_value_and_not_mid_round() -> None:
             actor="a",
         )
 
-    assert decide(params, state, transfer(201 * DOLLAR)).code == "bad-amount"  # type: ignore[union-attr]
+    assert decide(params, state, transfer(201 * DOLLAR)).code == "bad-amount"
     moved = decide(params, state, transfer(200 * DOLLAR))
     assert moved.accepted
     assert meter(moved.state) == 1000 * DOLLAR
     assert meter(moved.state, "mini") == 250 * DOLLAR
     locked, _ = run(params, state, Sensors(present=frozenset({1})), Lock())
-    assert decide(params, locked, transfer(DOLLAR)).code == "round-open"  # type: ignore[union-attr]
+    assert decide(params, locked, transfer(DOLLAR)).code == "round-open"
 
 
 def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
@@ -376,7 +376,7 @@ def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
         Reconcile(),
     )
     assert all(d.accepted for d in decisions)
-    assert [e.kind for e in decisions[1].events] == ["award_approved"]  # type: ignore[union-attr]
+    assert [e.kind for e in decisions[1].events] == ["award_approved"]
     late, _ = run(
         params,
         state,
@@ -386,15 +386,15 @@ def test_split_an_early_confirm_does_not_change_how_a_group_shares() -> None:
         Confirm(),
         Reconcile(),
     )
-    settled = decisions[-1].events[-1].settlement  # type: ignore[union-attr]
+    settled = decisions[-1].events[-1].settlement
     assert [(p.seat, p.source, p.units) for p in settled if p.source == "meter"] == [
         (3, "meter", 100 * DOLLAR),
         (1, "meter", 100 * DOLLAR),
     ]
     assert early.balances == late.balances
     assert early.balance(accounts.paid_attendant("main")) == 200 * DOLLAR
-    paid = [e for e in decisions[-1].events if e.kind == "award_confirmed"]  # type: ignore[union-attr]
-    assert [(e.seat, e.units) for e in paid] == [(3, 100 * DOLLAR), (1, 100 * DOLLAR)]  # type: ignore[attr-defined]
+    paid = [e for e in decisions[-1].events if e.kind == "award_confirmed"]
+    assert [(e.seat, e.units) for e in paid] == [(3, 100 * DOLLAR), (1, 100 * DOLLAR)]
 
 
 def test_split_confirm_one_of_two_jackpots_then_reject_the_other_keeps_the_reset() -> None:
@@ -426,7 +426,7 @@ def test_split_confirm_one_of_two_jackpots_then_reject_the_other_keeps_the_reset
     assert all(d.accepted for d in decisions)
     assert meter(state) == 1000 * DOLLAR  # reset to the seed
     assert state.balance(accounts.paid_attendant("main")) == 3000 * DOLLAR  # seat 3 alone
-    settled = decisions[-1].events[-1].settlement  # type: ignore[union-attr]
+    settled = decisions[-1].events[-1].settlement
     assert [(p.seat, p.units) for p in settled] == [(3, 3000 * DOLLAR)]
     assert accounts.identity_gap(state.balances, params.meter_ids) == 0
 
@@ -445,7 +445,7 @@ def test_split_an_approved_award_cannot_be_turned_off_rejected_or_voided() -> No
         Void(),
     )
     assert [d.accepted for d in decisions] == [True, True, True, True, False, False, False]
-    assert [d.code for d in decisions[4:]] == [  # type: ignore[union-attr]
+    assert [d.code for d in decisions[4:]] == [
         "award-confirmed",
         "nothing-pending",
         "award-confirmed",

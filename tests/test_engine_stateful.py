@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import cache
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -272,7 +273,7 @@ def _split_params(paytable: str, rate: Fraction, reserve_rate: Fraction) -> Tabl
 def _settle(params: TableParams, commands: list[Command]) -> tuple[object, ...]:
     """Run ``commands``; the round's settlement and every money balance at the end."""
     state = initial_state(params).state
-    events = []
+    events: list[Any] = []
     for command in commands:
         decision = decide(params, state, command)
         if decision.accepted:
@@ -283,7 +284,7 @@ def _settle(params: TableParams, commands: list[Command]) -> tuple[object, ...]:
     settled = [e for e in events if e.kind == "round_reconciled"]
     assert len(settled) == 1
     balances = {account: units for account, units in state.balances.items() if units}
-    return settled[0].settlement, balances  # type: ignore[attr-defined]
+    return settled[0].settlement, balances
 
 
 @given(
@@ -319,7 +320,7 @@ def test_split_shares_do_not_depend_on_when_the_supervisor_presses(
     for command in [*start, *(KeyHand(seat=s, hand=h) for s, h in winners)]:
         decision = decide(params, state, command)
         if not decision.accepted:
-            winners.remove((command.seat, command.hand))  # type: ignore[attr-defined]
+            winners.remove((command.seat, command.hand))
         state = decision.state
     verdict = {w: data.draw(st.booleans(), label=f"confirm {w}") for w in winners}
     for seat, hand in winners:  # only meter awards await the supervisor

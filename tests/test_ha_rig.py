@@ -31,7 +31,11 @@ from progressived.storage.postgres import PostgresStore
 from progressived.testing.ha import DatabaseCluster, PatroniNode, database_cluster, settings
 from tests.test_storage_contract import AT, LINK, money, planned
 
-pytestmark = pytest.mark.timeout(240)
+# ``healthy`` restarts the nodes a test killed: they belong to the module's cluster.
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.processes_outlive("the module-scoped cluster's nodes, restarted"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +80,7 @@ def write_until_committed(store: PostgresStore, seq: int, lease: object) -> int:
     deadline = time.monotonic() + 90
     while True:
         try:
-            store.write(planned(store, money(seq, 3)), fence=lease)  # type: ignore[arg-type]
+            store.write(planned(store, money(seq, 3)), fence=lease)
             return failed
         except LedgerUnavailable:
             failed += 1
@@ -93,7 +97,7 @@ def test_the_rig_starts_with_a_synchronous_standby(healthy: DatabaseCluster) -> 
     assert sorted(streams) == sorted(n.name for n in db.nodes if n is not primary)
     with db.admin(primary) as conn:
         shown = {
-            name: conn.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
+            name: conn.execute(f"SHOW {name}").fetchone()[0]
             for name in ("synchronous_commit", "synchronous_standby_names")
         }
     assert shown["synchronous_commit"] == "on"

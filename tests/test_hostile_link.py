@@ -30,8 +30,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from progressived.link.core.messages import Result, from_table_topic, meter_topic, to_table_topic
 from progressived.runtime.control import request
 from progressived.testing.broker import Mosquitto, free_port
+from progressived.testing.waits import until
 from tests.conftest import ROOT
-from tests.link_harness import TableClient, until
+from tests.link_harness import TableClient
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import (
     DOLLAR,
@@ -50,9 +51,7 @@ from tests.test_link_table_daemon import (
     outbox_empty,
     status,
     types,
-    until_async,
 )
-from tests.test_link_table_daemon import until as until_table
 
 DEEP = b"[" * 1500 + b"]" * 1500  # the 3,000 bytes
 assert len(DEEP) == 3000
@@ -78,7 +77,7 @@ async def test_a_deep_array_once_a_second_neither_stops_the_link_nor_closes_a_ta
             broker.host, broker.port, username="sign-lobby", password=PASSWORDS["sign-lobby"]
         ) as sign,
     ):
-        await until(lambda: bool(t1.of_type("heartbeat")), 15)
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=15)
         for _second in range(4):  # the attack: once a second
             await sign.publish(sign_topic, DEEP, qos=1)  # refused by the broker (the ACL)
             await t1.send(DEEP)  # a member's own topic: answered with the refusal
@@ -92,7 +91,7 @@ async def test_a_deep_array_once_a_second_neither_stops_the_link_nor_closes_a_ta
             "none",
             0,
         )
-        await until(lambda: len(ledger_rows(db, "link_refused")) >= 4, 15)
+        await until(lambda: len(ledger_rows(db, "link_refused")) >= 4, timeout=15)
         rows = [(r["table"], r["seq"], r["code"]) for r in ledger_rows(db, "link_refused")]
         assert Counter(rows) == {("t1", 0, "too-deep"): 4}  # nothing of the sign's arrived
         status = await asyncio.to_thread(link_status, tmp_path)
@@ -103,7 +102,7 @@ async def test_a_deep_array_once_a_second_neither_stops_the_link_nor_closes_a_ta
         await t1.send(contribution(1))
         applied = await result_for(t1, 1)
         assert applied.status == "applied" and applied.lseq > 0
-        await until(lambda: len(t1.of_type("heartbeat")) > beats, 5)
+        await until(lambda: len(t1.of_type("heartbeat")) > beats, timeout=5)
         # Nothing was ever published toward the sign's name.
         assert all(isinstance(m, Result) and m.table == "t1" for m in t1.of_type("result"))
     assert balance(db, "meter:pmg") == 1000 * DOLLAR + 3 * DOLLAR * 15 // 100
@@ -128,10 +127,11 @@ def unreadable_metrics(port: int) -> dict[str, float]:
     return out
 
 
+@pytest.mark.e2e
 async def test_junk_on_the_links_topics_leaves_a_table_playing(tmp_path: Path) -> None:
     port = free_port()
     async with linked(tmp_path, metrics_port=port) as (t, link):
-        await until_async(lambda: status(t)["link"]["up"], "link up")
+        await until(lambda: status(t)["link"]["up"], "link up", in_thread=True)
         to_me = to_table_topic("progressive", "link-a", TABLE)
         meter = meter_topic("progressive", "link-a", "main")
         junk = [
@@ -146,7 +146,7 @@ async def test_junk_on_the_links_topics_leaves_a_table_playing(tmp_path: Path) -
                 for payload in junk:
                     await rogue.publish(topic, payload, qos=1)
         want = {"too-deep": 2, "too-large": 4, "bad-json": 4}
-        await until_async(lambda: unreadable_metrics(port) == want, "all ten counted")
+        await until(lambda: unreadable_metrics(port) == want, "all ten counted", in_thread=True)
         assert t.proc is not None and t.proc.poll() is None, t.log_text()[-2000:]
         lines = [line for line in t.log_text().splitlines() if "unreadable message" in line]
         assert len(lines) == 3, lines  # one line per code (a minute)
@@ -159,9 +159,9 @@ async def test_junk_on_the_links_topics_leaves_a_table_playing(tmp_path: Path) -
         await t.bets(1, 3)
         await t.press("LOCK")
         await t.sub.wait_event("round_locked")
-        await until_table(lambda: types(link) == ["contribution"], "the contribution applied")
-        await until_table(lambda: len(journal(t, "link_result")) == 1, "its result journaled")
-        await until_table(lambda: outbox_empty(t), "the outbox drained")
+        await until(lambda: types(link) == ["contribution"], "the contribution applied")
+        await until(lambda: len(journal(t, "link_result")) == 1, "its result journaled")
+        await until(lambda: outbox_empty(t), "the outbox drained")
         shown = status(t)["link"]["meters"]["main"]
         assert shown["cents"] == link.meter_units() // 10_000
 

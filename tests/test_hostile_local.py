@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.engine.simulate import MAX_LINE
 from progressived.runtime.control import MAX_REQUEST
@@ -53,6 +54,7 @@ def ctl_status(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 async def test_the_control_socket_answers_junk_with_a_code_and_the_daemon_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -172,7 +174,11 @@ async def test_junk_does_not_end_the_terminal_sign(mosquitto: Mosquitto) -> None
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
-        await proc.wait()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await asyncio.wait_for(proc.wait(), 30)
     rest = (await proc.stderr.read()).decode()
     assert "ignored a malformed message" not in rest  # one line in 10 s, however many
     assert "Traceback" not in rest
@@ -200,6 +206,7 @@ async def wait_shown(sign: WebSign, cents: int) -> None:
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.e2e
 async def test_junk_does_not_end_the_web_sign(mosquitto: Mosquitto, tmp_path: Path) -> None:
     sign = await WebSign(mosquitto.port, tmp_path).start()
     try:

@@ -38,6 +38,7 @@ def test_the_journal_clock_never_goes_backwards_even_if_the_wall_clock_does() ->
     assert clock.stamp("2026-11-23T10:00:02Z") == "2026-11-23T10:00:02Z"
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 async def test_ts_is_non_decreasing_with_seq_in_the_ledger_and_the_events(tmp_path: Path) -> None:
     async with table(tmp_path) as t:

@@ -235,7 +235,7 @@ def test_key_sequences_drive_the_engine() -> None:
 
     def apply(command: object) -> None:
         nonlocal state
-        decision = decide(params, state, command)  # type: ignore[arg-type]
+        decision = decide(params, state, command)
         assert decision.accepted, decision
         state = decision.state
 

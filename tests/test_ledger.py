@@ -42,10 +42,10 @@ def db(tmp_path: Path) -> Path:
 def play(ledger: Ledger, params: TableParams, *commands: object, key: str | None = None) -> None:
     state = ledger.state
     for command in commands:
-        decision = decide(params, state, replace(command, at=AT))  # type: ignore[type-var]
+        decision = decide(params, state, replace(command, at=AT))
         assert decision.accepted, getattr(decision, "reason", "")
         state = decision.state
-        ledger.append(decision.events, state, at=AT, actor=command.actor, idempotency_key=key)  # type: ignore[attr-defined]
+        ledger.append(decision.events, state, at=AT, actor=command.actor, idempotency_key=key)
 
 
 def test_new_ledger_funds_the_meters(db: Path, params: TableParams) -> None:
@@ -118,7 +118,7 @@ def test_record_and_outbox(db: Path, params: TableParams) -> None:
     seen: list[JournalRow] = []
 
     def outbox(rows: object) -> list[OutboxMessage]:
-        seen.extend(rows)  # type: ignore[call-overload]
+        seen.extend(rows)
         return [OutboxMessage("t/t-1/event", f"{row.seq}") for row in seen]
 
     with Ledger.open(db, params, at=AT) as ledger:

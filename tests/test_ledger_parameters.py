@@ -9,6 +9,7 @@ import sqlite3
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ LATER = "2026-11-22T19:00:00.000000Z"
 PARAMS = demo_params("t-par")
 
 
-def rows(db: Path, after: int = 0) -> list[tuple[int, str, str, dict]]:
+def rows(db: Path, after: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
         return [
             (int(s), str(k), str(a), json.loads(d))

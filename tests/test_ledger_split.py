@@ -21,6 +21,10 @@ from progressived.ledger import Batch, Ledger, chain, plan, verify
 from progressived.ledger.rows import Record
 from tests.conftest import ROOT
 
+# One worker runs the whole module under pytest-xdist (.ci/test: --dist loadgroup):
+# its module-scoped long ledger is built once.
+pytestmark = pytest.mark.xdist_group("long-ledger")
+
 AT = "2026-11-21T19:00:00.000000Z"
 IO = {"sqlite3", "os", "io", "pathlib", "time", "threading", "socket", "asyncio", "fcntl"}
 

@@ -7,7 +7,6 @@ deep replay (``--deep``), and the ledger's own recovery refuses one too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,8 @@ def fast_verify(path: Path | str, **kwargs: Any) -> VerifyReport:
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deep, "verify", fast_verify)
-    return
 
 
 def test_fast_verify_finds_postings_that_do_not_balance(db: Path) -> None:  # noqa: F811

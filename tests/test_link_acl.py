@@ -136,7 +136,7 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -
                 task.cancel()
         # tcp-07 read only its own reply (not tcp-08's), and it says applied.
         assert [str(x.topic) for x in at_t1] == [f"{P}/link/link-a/to/tcp-07"]
-        reply = m.decode_link(at_t1[0].payload)  # type: ignore[arg-type]
+        reply = m.decode_link(at_t1[0].payload)
         assert isinstance(reply, m.Result) and reply.status == "applied" and reply.seq == 1
         assert [x.payload for x in at_t2] == [b'{"for":"tcp-08"}']
         assert -state.balances["linked_wagers:pmg"] == 3 * 1_000_000  # the forgery never arrived
@@ -145,7 +145,7 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -
         await sign.subscribe(f"{P}/link/link-a/meter/#", qos=1)
         async with asyncio.timeout(5):
             async for message in sign.messages:
-                meter = m.decode_link(message.payload)  # type: ignore[arg-type]
+                meter = m.decode_link(message.payload)
                 assert isinstance(meter, m.LinkedMeter) and meter.lseq == 1
                 assert meter.units == state.balances["meter:pmg"]
                 break

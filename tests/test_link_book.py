@@ -118,14 +118,14 @@ def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject
         payload: bytes = b'{"type":"contribution","seq":1}'
         topic = sender
         if kind == "forged" and tables[victim].sent:
-            payload = encode(replace(tables[victim].sent[-1], seq=10**6))  # type: ignore[type-var]
+            payload = encode(replace(tables[victim].sent[-1], seq=10**6))
         elif kind == "stranger":
-            payload = encode(replace(SimTable("t99").contribute(1), seq=1))  # type: ignore[type-var]
+            payload = encode(replace(SimTable("t99").contribute(1), seq=1))
             topic = "t99"
         elif kind == "stale" and hwm[sender] >= 1:  # a rewrite of a message already applied
-            payload = encode(replace(tables[sender].sent[0], id="rewritten"))  # type: ignore[type-var]
+            payload = encode(replace(tables[sender].sent[0], id="rewritten"))
         elif kind == "future":
-            payload = encode(replace(SimTable(sender).contribute(9), seq=10**9))  # type: ignore[type-var]
+            payload = encode(replace(SimTable(sender).contribute(9), seq=10**9))
         out = book.receive(params, state, payload, topic_table=topic, at_ms=clock, head=LINK_HEAD)
         assert out.state is state
         assert all(isinstance(r, Result) and r.status in ("refused", "resend") for r in out.replies)
@@ -352,12 +352,12 @@ def test_forged_malformed_and_out_of_range_messages_change_nothing() -> None:
     state = _run(params, book.open_book(params), *(t1.contribute(1) for _ in range(4))).state
     assert _unchanged(params, state, b"{not json", "t1") == "bad-json"
     assert _unchanged(params, state, encode(t2.contribute(1)), "t1") == "forged"
-    stranger = replace(t2.contribute(1), table="t9")  # type: ignore[type-var]
+    stranger = replace(t2.contribute(1), table="t9")
     assert _unchanged(params, state, encode(stranger), "t9") == "unknown-table"
     assert _unchanged(params, state, encode(t1.sent[0]), "t1") == "too-old"
-    conflict = replace(t1.sent[3], id="other")  # type: ignore[type-var]
+    conflict = replace(t1.sent[3], id="other")
     assert _unchanged(params, state, encode(conflict), "t1") == "conflict"
-    back = replace(t1.contribute(1), head=head_of("t1", 1))  # type: ignore[type-var]
+    back = replace(t1.contribute(1), head=head_of("t1", 1))
     assert _unchanged(params, state, encode(back), "t1") == "head-regressed"
 
 
@@ -366,8 +366,8 @@ def test_claims_the_link_cannot_price_are_refused_without_money_moving() -> None
     t1 = SimTable("t1")
     state = _run(params, book.open_book(params), t1.contribute(5)).state
     for claim in (
-        replace(t1.claim(), hand="four-of-a-kind"),  # type: ignore[type-var]
-        replace(t1.claim(), meter="other"),  # type: ignore[type-var]
+        replace(t1.claim(), hand="four-of-a-kind"),
+        replace(t1.claim(), meter="other"),
     ):
         assert isinstance(claim, Claim)
         out = deliver(params, state, claim)

@@ -15,7 +15,8 @@ from pathlib import Path
 from progressived.link.core.messages import Contribution, MeterWagers, encode
 from progressived.runtime.control import request
 from progressived.testing.broker import Mosquitto
-from tests.link_harness import TableClient, link_config, running, until
+from progressived.testing.waits import until
+from tests.link_harness import TableClient, link_config, running
 from tests.link_sim import SimTable, head_of
 
 

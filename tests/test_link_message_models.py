@@ -95,7 +95,7 @@ def test_every_message_and_part_is_a_frozen_pydantic_model() -> None:
     for cls in MODELS:
         assert is_pydantic_dataclass(cls), cls
     with pytest.raises(dataclasses.FrozenInstanceError):
-        HEAD.seq = 4  # type: ignore[misc]
+        HEAD.seq = 4
     assert m.Head(3, "a" * 64) == m.Head(seq=3, hash="a" * 64)  # positional, as before
     assert hash(m.MeterWagers("pmg", 1, 10_000)) == hash(m.MeterWagers("pmg", 1, 10_000))
 

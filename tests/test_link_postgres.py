@@ -23,8 +23,9 @@ import pytest
 from progressived.link.store.ledger import LinkLedger
 from progressived.testing.config import render_toml
 from progressived.testing.postgres import BIN, Server
+from progressived.testing.waits import until
 from tests import link_rig
-from tests.link_harness import TableClient, until
+from tests.link_harness import TableClient
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import Link, contribution, result_for
 
@@ -53,7 +54,7 @@ class DatabaseRig(link_rig.Rig):
 
     def __init__(self, folder: Path, where: Path | str) -> None:
         self.params = link_rig.link_params(2)
-        self.link_path = where  # type: ignore[assignment]
+        self.link_path = where
         LinkLedger.create(where, self.params, at=link_rig.AT, software="test")
         self.link = LinkLedger.open(where, self.params, at=link_rig.AT)
         self.sites = {f"t{i}": link_rig.Site(folder, f"t{i}", self.params.link_id) for i in (1, 2)}
@@ -164,7 +165,7 @@ def test_init_and_the_faults_on_a_database(
     assert checked.returncode == 0 and "ledger head 2" in checked.stdout, checked.stderr
     with psycopg.connect(postgres_url) as conn:
         rows = conn.execute("SELECT kind FROM journal ORDER BY seq").fetchall()
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        meta: dict[str, str] = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     assert rows == [("link_created",), ("meter_opened",)]
     assert (meta["ledger_kind"], meta["link_id"]) == ("link", "link-a")
     # a database holding something else is not a ledger; one that cannot be reached is
@@ -208,25 +209,26 @@ async def floor(
         broker.stop()
 
 
+@pytest.mark.e2e
 async def test_the_controller_serves_tables_from_a_database_and_survives_sigkill(
     floor: tuple[Link, LinkBroker], postgres_server: Server, postgres_url: str
 ) -> None:
     link, broker = floor
     async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
-        await until(lambda: bool(t1.of_type("heartbeat")), 20)
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=20)
         await t1.send(contribution(1))
         assert (await result_for(t1, 1)).status == "applied"
         link.stop(signal.SIGKILL)  # its lease is still valid: the restart takes it back
         beats = len(t1.of_type("heartbeat"))
         link.start()
-        await until(lambda: len(t1.of_type("heartbeat")) > beats, 30)  # the new process
+        await until(lambda: len(t1.of_type("heartbeat")) > beats, timeout=30)  # the new process
         for seq in range(2, 11):
             await t1.send(contribution(seq))
         await until(
             lambda: (
                 {r.seq for r in t1.of_type("result") if r.status == "applied"} >= set(range(1, 11))
             ),
-            30,
+            timeout=30,
         )
     assert link.stop() == 0
     with psycopg.connect(postgres_url) as conn:

@@ -23,9 +23,12 @@ import pytest
 
 from progressived.link.core.messages import Claim, Contribution, MeterWagers, Result
 from progressived.testing.config import render_toml
-from tests.link_harness import TableClient, until
+from progressived.testing.waits import until
+from tests.link_harness import TableClient
 from tests.link_sim import head_of
 from tests.test_link_acl import PASSWORDS, LinkBroker
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
@@ -164,7 +167,7 @@ async def test_bad_input_is_refused_journaled_and_changes_no_money(
     link, broker = floor
     db = tmp_path / "link.db"
     async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
-        await until(lambda: bool(t1.of_type("heartbeat")), 15)
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=15)
         await t1.send(contribution(1))
         applied = await result_for(t1, 1)
         assert applied.status == "applied"
@@ -190,7 +193,7 @@ async def test_bad_input_is_refused_journaled_and_changes_no_money(
         await t1.send(contribution(1))  # the very message again: its stored result
         await until(lambda: sum(r == applied for r in t1.of_type("result")) == 2)
 
-    await until(lambda: len(ledger_rows(db, "link_refused")) >= refused_before + 3, 10)
+    await until(lambda: len(ledger_rows(db, "link_refused")) >= refused_before + 3, timeout=10)
     codes = [row["code"] for row in ledger_rows(db, "link_refused")]
     assert {"forged", "conflict"} <= set(codes)
     assert balance(db, "meter:pmg") == meter  # no money moved by any of it
@@ -211,7 +214,7 @@ async def test_a_sigkilled_link_loses_nothing_and_doubles_nothing(
     link, broker = floor
     db = tmp_path / "link.db"
     async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
-        await until(lambda: bool(t1.of_type("heartbeat")), 15)
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=15)
         for seq in range(1, 41):
             await t1.send(contribution(seq))
             if seq == 20:
@@ -228,7 +231,7 @@ async def test_a_sigkilled_link_loses_nothing_and_doubles_nothing(
             lambda: (
                 {r.seq for r in t1.of_type("result") if r.status == "applied"} >= set(range(1, 41))
             ),
-            20,
+            timeout=20,
         )
     assert link.stop() == 0
     rows = [row["seq"] for row in ledger_rows(db, "link_applied")]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.ledger.verify import verify
 from progressived.link.core.messages import Head, Result, encode
@@ -29,6 +30,7 @@ from progressived.testing.board import simulator_factory
 from progressived.testing.broker import free_port
 from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import table as rig_table
+from progressived.testing.waits import until
 from tests.daemon_harness import TABLE
 from tests.test_ledger_audit import run as audit
 from tests.test_link_table_daemon import (
@@ -41,9 +43,9 @@ from tests.test_link_table_daemon import (
     rows,
     status,
     table_problems,
-    until,
-    until_async,
 )
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 REFUSED = "link refused: unknown-meter"
 
@@ -140,7 +142,7 @@ async def test_a_meter_the_link_does_not_have_closes_the_linked_meter_until_open
         t.stop_daemon()
         t.start_daemon()
         await t.online(count=2)
-        again = await until_async(lambda: (s := status(t))["link"]["refused"] and s, "refused")
+        again = await until(lambda: (s := status(t))["link"]["refused"] and s, "refused", in_thread=True)
         assert again["link"]["refused"] == {"code": "unknown-meter", "reason": ""}
         opened = await asyncio.to_thread(
             request,

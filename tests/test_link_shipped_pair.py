@@ -37,8 +37,9 @@ from progressived.testing.board import simulator
 from progressived.testing.broker import Mosquitto
 from progressived.testing.rig import PROGRESSIVED, Table, init_ledger
 from progressived.testing.subscriber import Subscriber
+from progressived.testing.waits import until
 from tests.conftest import ROOT
-from tests.test_link_table_daemon import table_problems, until, until_async
+from tests.test_link_table_daemon import table_problems
 
 LINK_FILE = ROOT / "config" / "link.toml"
 TABLE_FILE = ROOT / "config" / "linked-table.toml"
@@ -180,6 +181,7 @@ def test_check_config_refuses_a_broken_pair_naming_the_key(
     assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.e2e
 async def test_the_shipped_pair_plays_together(tmp_path: Path) -> None:
     async with floor(tmp_path) as (t, link_db):
         assert main(["check-config", str(t.config), "--link", str(tmp_path / "link.toml")]) == 0
@@ -213,13 +215,14 @@ async def test_the_shipped_pair_plays_together(tmp_path: Path) -> None:
         shown = await asyncio.to_thread(status, t)
         assert shown["link"]["meters"]["main"]["link_meter"] == "pmg"
         assert shown["health"] == "ok" and shown["link"]["refused"] is None
-        await until_async(lambda: status(t)["link"]["outbox"]["depth"] == 0, "all answered")
+        await until(lambda: status(t)["link"]["outbox"]["depth"] == 0, "all answered", in_thread=True)
     assert verify(tmp_path / "table.db", replay=True).ok
     # Both ledgers agree on every message, the contribution on pmg included.
     args = ["link", "reconcile", "--link-db", str(link_db), "--table-db", str(tmp_path / "table.db")]
     assert ctl_main([*args, "--json"]) == 0
 
 
+@pytest.mark.e2e
 async def test_a_table_the_link_does_not_list_is_told_and_closes_its_linked_meter(
     tmp_path: Path,
 ) -> None:
@@ -232,7 +235,7 @@ async def test_a_table_the_link_does_not_list_is_told_and_closes_its_linked_mete
         reason = "link refused: unknown-table"
         await until(lambda: reason in t.sub.meters("main")[-1]["closed"], "CLOSED, and why")
         assert t.sub.meters("main")[-1]["state"] == "closed"
-        shown = await until_async(lambda: (s := status(t))["link"]["refused"] and s, "refused")
+        shown = await until(lambda: (s := status(t))["link"]["refused"] and s, "refused", in_thread=True)
         assert shown["link"]["refused"]["code"] == "unknown-table"
         assert "not a member of link link-a" in shown["link"]["refused"]["reason"]
         assert shown["link"]["outbox"]["depth"] == 1  # nothing consumed: the message waits

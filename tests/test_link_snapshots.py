@@ -113,7 +113,7 @@ def test_a_fraction_in_the_book_is_refused_not_written(tmp_path: Path) -> None:
     rig = Rig(tmp_path)
     rig.play()
     balances: dict[str, object] = {**rig.link.book.balances, "meter:pmg": Fraction(1, 3)}
-    odd = replace(rig.link.book, balances=balances)  # type: ignore[arg-type]
+    odd = replace(rig.link.book, balances=balances)
     with pytest.raises(snapshot.SnapshotError, match="not an integer"):
         snapshot.dumps(rig.link._recorded, odd)
     rig.close()

@@ -37,7 +37,7 @@ TAKEOVER_BOUND_S = 5.0
 async def pair(postgres_server: Server, postgres_url: str, tmp_path: Path) -> AsyncIterator[Pair]:
     broker = LinkBroker().start()
     pair = Pair(tmp_path, postgres_server, postgres_url, [broker])
-    pair.broker = broker  # type: ignore[attr-defined]
+    pair.broker = broker
     try:
         yield pair
     finally:
@@ -54,7 +54,7 @@ def metrics_of(pair: Pair, which: str) -> str:
 
 
 async def test_the_standby_takes_over_a_sigkilled_controller_mid_stream(pair: Pair) -> None:
-    broker: LinkBroker = pair.broker  # type: ignore[attr-defined]
+    broker: LinkBroker = pair.broker
     pair.a.start()
     await pair.wait_role(pair.a, "active", 30)
     pair.b.start()
@@ -88,7 +88,7 @@ async def test_the_standby_takes_over_a_sigkilled_controller_mid_stream(pair: Pa
         before = outbox.answered()[5][0]
         pair.a.send(signal.SIGKILL)  # mid-stream: later messages are still unanswered
         killed = time.monotonic()
-        pair.a.proc.wait(10)  # type: ignore[union-attr]
+        pair.a.proc.wait(10)
         for seq in range(21, 41):
             await outbox.send(seq)
             await asyncio.sleep(0.02)
@@ -122,7 +122,7 @@ async def test_the_standby_takes_over_a_sigkilled_controller_mid_stream(pair: Pa
 async def test_a_controller_paused_past_its_lease_commits_nothing_after_waking(
     pair: Pair,
 ) -> None:
-    broker: LinkBroker = pair.broker  # type: ignore[attr-defined]
+    broker: LinkBroker = pair.broker
     pair.a.start()
     await pair.wait_role(pair.a, "active", 30)
     pair.b.start()

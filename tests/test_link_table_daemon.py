@@ -17,11 +17,12 @@ import sqlite3
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from progressived.link.core.messages import Head, Result, decode_table, encode
@@ -33,8 +34,11 @@ from progressived.testing.config import RigConfig
 from progressived.testing.fake_link import FakeLink
 from progressived.testing.rig import Table
 from progressived.testing.rig import table as rig_table
+from progressived.testing.waits import until
 from tests.daemon_harness import TABLE
 from tests.mqtt_schemas import problems
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def linked_config(metrics_port: int = 0) -> RigConfig:
@@ -78,6 +82,13 @@ async def linked(
     ):
         t.start_daemon()
         await t.online()
+        # The table starts with the link down until its first heartbeat: play only once the
+        # link is up and the table open, or a LOCK may land while it is still closed.
+        await until(
+            lambda: (s := status(t))["link"]["up"] and not s["link"]["closed"],
+            "the link up and the linked meter open",
+            in_thread=True,
+        )
         yield t, link
     # Every message the table published matches docs/mqtt.md, the linked meter's `link` too.
     assert not t.sub.problems, "\n".join(t.sub.problems[:20])
@@ -97,15 +108,8 @@ def journal(t: Table, kind: str) -> list[dict[str, Any]]:
     return [json.loads(d) for (d,) in found]
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.05)
-    assert check(), what
-
-
 def outbox_empty(t: Table) -> bool:
-    return rows(t, "SELECT count(*) FROM link_outbox")[0][0] == 0
+    return bool(rows(t, "SELECT count(*) FROM link_outbox")[0][0] == 0)
 
 
 async def supervisor(t: Table, *codes: str) -> None:
@@ -300,30 +304,22 @@ def link_metrics(port: int) -> dict[str, float]:
     return out
 
 
-async def until_async(check: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
-    """Poll ``check`` (run in a thread: it blocks) until it returns something true."""
-    async with asyncio.timeout(timeout):
-        while True:
-            got = await asyncio.to_thread(check)
-            if got:
-                return got
-            await asyncio.sleep(0.1)
-    raise AssertionError(what)  # pragma: no cover
-
-
 async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_up(
     tmp_path: Path,
 ) -> None:
     port = free_port()
     async with linked(tmp_path, metrics_port=port) as (t, link):
         # Up: heartbeats arriving, nothing waiting, the linked meter as the link published it.
-        up = await until_async(
+        up = await until(
             lambda: (
                 (s := status(t))["link"]["up"]
                 and s["link"]["meters"]["main"]["cents"] is not None
+                and not s["link"]["closed"]
+                and "link-down" not in s["closed"]
                 and s
             ),
             "link up",
+            in_thread=True,
         )
         assert up["link"]["id"] == "link-a" and up["link"]["broker_connected"]
         assert up["link"]["outbox"] == {"depth": 0, "oldest_s": None}
@@ -344,9 +340,10 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
         await t.bets(1, 2)
         await t.press("LOCK")
         await t.sub.wait_event("round_locked")
-        down = await until_async(
+        down = await until(
             lambda: not (s := status(t))["link"]["up"] and s["link"]["closed"] and s,
             "link down",
+            in_thread=True,
         )
         assert down["link"]["outbox"]["depth"] == 1
         assert down["link"]["outbox"]["oldest_s"] is not None
@@ -366,16 +363,26 @@ async def test_status_and_metrics_show_the_link_down_with_a_waiting_outbox_then_
 
         # The link returns: up again, the outbox drains (sent again: a resend counted).
         link.down = False
-        back = await until_async(
-            lambda: (s := status(t))["link"]["up"] and s["link"]["outbox"]["depth"] == 0 and s,
+        back = await until(
+            lambda: (s := status(t))["link"]["up"]
+            and s["link"]["outbox"]["depth"] == 0
+            and not s["link"]["closed"]
+            # the link's meter after applying the contribution (its own message, after the
+            # result) has reached the table
+            and s["link"]["meters"]["main"]["lseq"] > up["link"]["meters"]["main"]["lseq"]
+            and s,
             "link back, outbox drained",
+            in_thread=True,
         )
         assert back["link"]["closed"] is False and back["link"]["outbox"]["oldest_s"] is None
         assert back["link"]["resends"] >= 1
         assert back["link"]["meters"]["main"]["lseq"] > up["link"]["meters"]["main"]["lseq"]
         assert back["link"]["meters"]["main"]["cents"] == link.meter_units() // 10_000
-        got = await until_async(
-            lambda: (m := link_metrics(port))["progressive_link_up"] == 1 and m, "metrics up"
+        got = await until(
+            lambda: (m := link_metrics(port))["progressive_link_up"] == 1
+            and m["progressive_link_closed"] == 0
+            and m,
+            "metrics up", in_thread=True
         )
         assert got["progressive_link_outbox_depth"] == 0 and got["progressive_link_closed"] == 0
         assert got["progressive_link_resends_total"] >= 1

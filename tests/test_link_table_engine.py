@@ -45,7 +45,7 @@ def result(msg: dict[str, object], status: str = "applied", units: int = 0, stat
                      order=7, share_of=1, state=state),
         )  # fmt: skip
     return lm.Result(
-        link="link-a", table="t-1", seq=int(msg["seq"]), id=str(msg["id"]), status=status,  # type: ignore[call-overload]
+        link="link-a", table="t-1", seq=int(msg["seq"]), id=str(msg["id"]), status=status,
         code="ok" if status == "applied" else "unknown-claim", reason="", resend_from=0, lseq=9,
         head=lm.Head(seq=3, hash=HASH), awards=awards,
     )  # fmt: skip
@@ -61,7 +61,7 @@ def test_a_linked_table_plays_a_claim_through_the_link_outbox(tmp_path: Path) ->
 
     def play(command: object, actor: str = "dealer") -> TableState:
         nonlocal state
-        decision = ok(decide(params, state, command, LINKED_PORT))  # type: ignore[arg-type]
+        decision = ok(decide(params, state, command, LINKED_PORT))
         out = linkbook.outgoing(state, decision.state, decision.events, actor, "t", (1, HASH))
         linkbook.committed(out)
         sent.extend(dict(r.detail["message"]) for r in out.records)

@@ -152,7 +152,7 @@ async def test_a_table_whose_broker_dies_moves_to_the_other_and_is_answered(
 
         def both_connected() -> bool:
             status = link_status(tmp_path)
-            return status is not None and all(b["connected"] for b in status["brokers"])  # type: ignore[index, union-attr]
+            return status is not None and all(b["connected"] for b in status["brokers"])
 
         await until(both_connected, 30)
         await until(lambda: table.session.connected, 20)

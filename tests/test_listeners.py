@@ -27,6 +27,7 @@ from progressived.demo import table as demo
 from progressived.runtime.control import ControlServer, Peer, request
 from progressived.runtime.listen import ListenError
 from progressived.testing.broker import free_port
+from progressived.testing.waits import until_sync
 from tests.test_cli_faults import CTL, DAEMON, config, one_line, run
 from tests.test_start_checks import init, link_config
 
@@ -50,6 +51,7 @@ def with_metrics(cfg: Path, port: int) -> None:
     cfg.write_text(text)
 
 
+@pytest.mark.e2e
 def test_the_tables_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     init(cfg)
@@ -65,6 +67,7 @@ def test_the_tables_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None
     assert not (tmp_path / "control.sock").exists()  # the socket it claimed is gone again
 
 
+@pytest.mark.e2e
 def test_the_links_metrics_port_taken_is_one_line_and_7(tmp_path: Path) -> None:
     cfg = link_config(tmp_path)
     init(cfg)
@@ -152,11 +155,14 @@ class Daemon:
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
         """Until ``text`` is in the log (the daemon logged it); fails if it exits first."""
-        deadline = time.monotonic() + timeout
-        while text not in self.log.read_text(errors="replace"):
+
+        def logged() -> bool:
+            if text in self.log.read_text(errors="replace"):
+                return True
             assert self.proc.poll() is None, self.log.read_text(errors="replace")
-            assert time.monotonic() < deadline, f"no {text!r} in {self.log}"
-            time.sleep(0.05)
+            return False
+
+        until_sync(logged, f"{text!r} in {self.log}", timeout)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.proc.send_signal(sig)
@@ -180,6 +186,7 @@ def second_table(tmp: Path, sock: Path) -> Path:
     return cfg
 
 
+@pytest.mark.e2e
 def test_a_second_daemon_on_a_live_socket_refuses_and_takes_a_dead_ones(tmp_path: Path) -> None:
     sock = tmp_path / "control.sock"
     cfg_a = config(tmp_path)
@@ -216,6 +223,7 @@ def test_a_second_daemon_on_a_live_socket_refuses_and_takes_a_dead_ones(tmp_path
             a.stop(signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_a_stopping_daemon_leaves_the_socket_another_one_made(tmp_path: Path) -> None:
     sock = tmp_path / "control.sock"
     cfg_a = config(tmp_path)
@@ -241,6 +249,7 @@ def test_a_stopping_daemon_leaves_the_socket_another_one_made(tmp_path: Path) ->
 # ------------------------------------------------------------ the demo
 
 
+@pytest.mark.e2e
 def test_the_demo_ends_with_the_daemons_line_when_it_cannot_listen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -262,6 +271,7 @@ def test_the_demo_ends_with_the_daemons_line_when_it_cannot_listen(
     assert took < 25, took
 
 
+@pytest.mark.e2e
 def test_the_demo_says_when_its_web_sign_cannot_listen_and_plays_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,8 @@ import pytest
 
 from tests.daemon_harness import table
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 
 @pytest.mark.timeout(90)
 async def test_every_line_of_the_daemon_output_is_json_through_a_broker_freeze(

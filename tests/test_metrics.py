@@ -8,15 +8,18 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from progressived.testing.broker import free_port
 from tests.daemon_harness import TABLE, table
 
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
+
 
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        return response.read().decode()
+        return str(response.read().decode())
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

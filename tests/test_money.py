@@ -39,7 +39,7 @@ def test_dollars_accepts_decimal_and_int_but_never_float() -> None:
     assert dollars(Decimal("12.34")) == 12_340_000
     assert dollars(7) == 7_000_000
     with pytest.raises(MoneyError, match="exact decimals"):
-        dollars(0.1)  # type: ignore[arg-type]
+        dollars(0.1)
     with pytest.raises(MoneyError):
         dollars(True)
 

@@ -31,6 +31,7 @@ from progressived.mqtt.publisher import SignPublisher
 from progressived.mqtt.session import MqttSession
 from progressived.signs.broker import BrokerLogin, not_authorised
 from progressived.signs.terminal import run_sign
+from progressived.testing.waits import until
 from tests.conftest import ROOT
 from tests.doc_broker import PASSWORDS, DocBroker, doc_accounts, doc_block
 from tests.test_mqtt_publisher import MemoryOutbox, sign_publisher
@@ -161,22 +162,15 @@ async def test_a_new_boot_unfreezes_a_sign_after_a_stale_high_seq(
         # A run whose ledger stood at seq 900 000 (later restored from an older backup).
         async with running(controller(broker, "tcp-07", tmp_path)) as first:
             first.set_meter("main", meter("tcp-07", 200_000, 900_000))
-            await wait_for(lambda: "$2,000.00" in out.getvalue(), "the first run's meter")
+            await until(lambda: "$2,000.00" in out.getvalue(), "the first run's meter")
         async with running(controller(broker, "tcp-07", tmp_path)) as second:
             second.set_meter("main", meter("tcp-07", 100_010, 12))
-            await wait_for(lambda: "$1,000.10" in out.getvalue(), "the new run's lower seq")
+            await until(lambda: "$1,000.10" in out.getvalue(), "the new run's lower seq")
         assert out.getvalue().splitlines()[-1].startswith("main $1,000.10")
     finally:
         sign.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sign
-
-
-async def wait_for(predicate, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.05)
-    assert predicate(), what
 
 
 # --------------------------------------------------------------------------- the broker
@@ -276,7 +270,7 @@ async def test_a_table_cannot_take_the_link_controllers_session(
     table = SimTable("tcp-07")
     async with (
         running(config) as (controller, _),
-        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,  # type: ignore[arg-type]
+        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,
     ):
         await t07.send(table.contribute(1))
         await t07.wait("result", lambda r: r.seq == 1 and r.status == "applied")

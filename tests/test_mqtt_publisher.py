@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aiomqtt
@@ -17,6 +17,7 @@ from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import PendingMessage, SignPublisher
 from progressived.mqtt.session import MqttSession
 from progressived.testing.broker import Mosquitto
+from progressived.testing.waits import until
 
 
 class MemoryOutbox:
@@ -38,10 +39,19 @@ class MemoryOutbox:
         self.rows = [r for r in self.rows if r.id not in ids]
 
 
-async def collect(broker: Mosquitto, topic: str, count: int, timeout: float = 10.0) -> list[dict]:
-    out: list[dict] = []
+async def collect(
+    broker: Mosquitto,
+    topic: str,
+    count: int,
+    timeout: float = 10.0,
+    subscribed: asyncio.Event | None = None,
+) -> list[dict[str, Any]]:
+    """The first ``count`` messages on ``topic``; ``subscribed`` is set at the SUBACK."""
+    out: list[dict[str, Any]] = []
     async with aiomqtt.Client(broker.host, broker.port, identifier="test-sub") as client:
         await client.subscribe(topic, qos=1)
+        if subscribed is not None:
+            subscribed.set()
         async with asyncio.timeout(timeout):
             async for message in client.messages:
                 assert isinstance(message.payload, bytes)
@@ -74,15 +84,13 @@ async def test_outbox_rows_are_published_in_order_and_acked(mosquitto: Mosquitto
     for seq in range(1, 6):
         outbox.add(topics.event, {"seq": seq, "kind": "round_locked"})
     publisher = sign_publisher(settings(mosquitto), topics, outbox)
-    listener = asyncio.create_task(collect(mosquitto, topics.event, 5))
-    await asyncio.sleep(0.3)
+    subscribed = asyncio.Event()
+    listener = asyncio.create_task(collect(mosquitto, topics.event, 5, subscribed=subscribed))
+    await asyncio.wait_for(subscribed.wait(), 10)
     runner = asyncio.create_task(publisher.session.run())
     got = await listener
     assert [m["seq"] for m in got] == [1, 2, 3, 4, 5]
-    for _ in range(50):
-        if not outbox.rows:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: not outbox.rows, "every row acknowledged", 5)
     assert outbox.acked == [1, 2, 3, 4, 5]
     await publisher.stop()
     await runner
@@ -123,10 +131,7 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
         publisher = sign_publisher(settings(broker), topics, outbox)
         runner = asyncio.create_task(publisher.session.run())
         publisher.set_meter("main", {"cents": 1})
-        for _ in range(100):
-            if publisher.connected:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: publisher.connected, "the publisher connected", 5)
         broker.stop()
         await asyncio.sleep(0.3)
         for seq in (10, 11, 12):
@@ -136,12 +141,9 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
         await asyncio.sleep(0.5)
         assert len(outbox.rows) == 3  # nothing acknowledged while the broker is down
         broker.start()
-        for _ in range(100):
-            if not outbox.rows:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not outbox.rows, "the rows acknowledged after the restart", 5)
         assert outbox.acked == [10 - 9, 11 - 9, 12 - 9]
-        got: list[dict] = []
+        got: list[dict[str, Any]] = []
         async with aiomqtt.Client(
             broker.host, broker.port, identifier="sign-1", clean_session=False
         ) as sign:
@@ -167,19 +169,21 @@ class MeterSign:
 
     def __init__(self, broker: Mosquitto, topic: str) -> None:
         self.broker, self.topic = broker, topic
-        self.got: list[tuple[float, dict]] = []
+        self.got: list[tuple[float, dict[str, Any]]] = []
         self.task: asyncio.Task[None] | None = None
+        self.subscribed = asyncio.Event()
 
     async def _run(self) -> None:
         async with aiomqtt.Client(self.broker.host, self.broker.port, identifier="meter-sign") as c:
             await c.subscribe(self.topic, qos=1)
+            self.subscribed.set()
             async for message in c.messages:
                 assert isinstance(message.payload, bytes)
                 self.got.append((time.monotonic(), json.loads(message.payload)))
 
     async def __aenter__(self) -> MeterSign:
         self.task = asyncio.create_task(self._run())
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(self.subscribed.wait(), 10)  # the SUBACK
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -264,24 +268,21 @@ async def test_status_carries_the_head_and_is_refreshed_when_it_moves(
     async def source() -> tuple[int, str]:
         return head[-1]
 
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
+    subscribed = asyncio.Event()
 
     async def listen() -> None:
         async with aiomqtt.Client(mosquitto.host, mosquitto.port, identifier="head-sub") as c:
             await c.subscribe(topics.status, qos=1)
+            subscribed.set()
             async for message in c.messages:
                 assert isinstance(message.payload, bytes)
                 seen.append(json.loads(message.payload))
 
     listener = asyncio.create_task(listen())
-    await asyncio.sleep(0.3)
+    await asyncio.wait_for(subscribed.wait(), 10)
     publisher = sign_publisher(settings(mosquitto), topics, MemoryOutbox(), head=source)
     runner = asyncio.create_task(publisher.session.run())
-
-    async def until(predicate: Callable[[], bool]) -> None:
-        async with asyncio.timeout(10):
-            while not predicate():
-                await asyncio.sleep(0.05)
 
     await until(lambda: len(seen) >= 1)
     assert (seen[0]["status"], seen[0]["head_seq"], seen[0]["head_hash"]) == ("online", 7, "a" * 64)

@@ -184,8 +184,8 @@ def test_hand_unkeyed_carries_the_source_and_cents_of_the_hand_turned_off() -> N
     unkeyed = next(e for e in events if e.kind == "hand_unkeyed")
     payload = event_payload("t1", 9, unkeyed)
     assert payload is not None
-    assert payload["source"] == keyed.source == "tray"  # type: ignore[attr-defined]
-    assert payload["cents"] == keyed.units // 10_000 > 0  # type: ignore[attr-defined]
+    assert payload["source"] == keyed.source == "tray"
+    assert payload["cents"] == keyed.units // 10_000 > 0
     # The schema is strict enough to catch the old payload (a known kind without its keys).
     old = {k: v for k, v in payload.items() if k not in ("source", "cents")}
     assert problems(TOPIC, old)
@@ -281,7 +281,7 @@ def test_every_system_kind_the_daemon_publishes_is_documented() -> None:
     # No documented kind that nothing publishes.
     engine = {
         event_payload("t1", 1, e)["kind"] for e in engine_events() if event_payload("t1", 1, e)
-    }  # type: ignore[index]
+    }
     from_patterns = {k for p in patterns for k in fnmatch.filter(documented, p)}
     assert documented == engine | published | from_patterns
 

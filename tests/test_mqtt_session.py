@@ -24,18 +24,14 @@ from progressived.mqtt.client import BrokerOptions
 from progressived.mqtt.session import MqttSession, NotAuthorised
 from progressived.mqtt.session_log import LoggedSession
 from progressived.testing.broker import Mosquitto
+from progressived.testing.waits import until
 from tests.doc_broker import PASSWORDS, DocBroker
 
 
-async def until(predicate: Callable[[], object], what: str, timeout: float = 15.0) -> float:
+async def seconds_until(predicate: Callable[[], object], what: str, timeout: float = 15.0) -> float:
     """Wait for ``predicate`` (checked every 10 ms); the seconds it took."""
     started = time.monotonic()
-    try:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
+    await until(predicate, what, timeout, every=0.01)
     return time.monotonic() - started
 
 
@@ -97,13 +93,13 @@ async def test_a_dead_broker_is_seen_while_idle_and_each_connection_runs_the_cal
 
         session.on_connect(republish)
         async with running(session):
-            await until(lambda: calls == [1], "the first connection")
+            await seconds_until(lambda: calls == [1], "the first connection")
             broker.stop(signal.SIGKILL)
-            took = await until(lambda: not session.connected, "the loss to be seen", 5)
+            took = await seconds_until(lambda: not session.connected, "the loss to be seen", 5)
             assert session.detail == "connection closed"  # the socket, not the 30 s keepalive
             assert took < session.options.loss_bound_s
             broker.start()
-            await until(lambda: calls == [1, 2], "the callbacks at the reconnection")
+            await seconds_until(lambda: calls == [1, 2], "the callbacks at the reconnection")
             assert session.connected and session.attempts >= 2
 
 
@@ -113,15 +109,15 @@ async def test_a_silent_broker_is_given_up_within_the_documented_bound() -> None
     with Mosquitto() as broker:
         session = MqttSession(options(broker, keepalive_s=1, publish_timeout_s=1.0))
         async with running(session):
-            await until(lambda: session.connected, "the connection")
+            await seconds_until(lambda: session.connected, "the connection")
             broker.freeze()
             try:
-                took = await until(lambda: not session.connected, "the loss", 15)
+                took = await seconds_until(lambda: not session.connected, "the loss", 15)
                 assert session.detail == "no answer to the keepalive ping"
                 assert took <= session.options.loss_bound_s == 4.0
             finally:
                 broker.thaw()
-            await until(lambda: session.connected, "the reconnection")
+            await seconds_until(lambda: session.connected, "the reconnection")
 
 
 async def test_a_refused_publish_is_returned_counted_and_said_once_per_topic() -> None:
@@ -135,7 +131,7 @@ async def test_a_refused_publish_is_returned_counted_and_said_once_per_topic() -
         own = "progressive/table/tcp-07/meter/main"
         with capture_logs() as logs:
             async with running(session):
-                await until(lambda: session.connected, "the connection")
+                await seconds_until(lambda: session.connected, "the connection")
                 assert session.v5
                 assert await session.publish(other, b"{}") is False
                 assert await session.publish(other, b"{}") is False
@@ -156,7 +152,7 @@ async def test_a_wrong_password_is_not_authorised_said_once_and_retried() -> Non
         session = MqttSession(o, observers=[LoggedSession()])
         with capture_logs() as logs:
             async with running(session):
-                await until(lambda: session.attempts >= 6, "several refused attempts")
+                await seconds_until(lambda: session.attempts >= 6, "several refused attempts")
                 # Mosquitto 2.0 answers a wrong password with CONNACK 0x87 "not authorised"
                 # (a broker may say 0x86 "bad user name or password": the same state).
                 assert session.state == "not authorised"
@@ -183,7 +179,7 @@ async def test_a_clean_stop_sends_its_farewell_and_says_nothing(mosquitto: Mosqu
         await watcher.subscribe("farewell/#", qos=1)
         with capture_logs() as logs:
             task = asyncio.create_task(session.run())
-            await until(lambda: session.connected, "the connection")
+            await seconds_until(lambda: session.connected, "the connection")
 
             async def farewell() -> None:
                 await session.publish("farewell/t", b"offline", retain=False)
@@ -192,7 +188,7 @@ async def test_a_clean_stop_sends_its_farewell_and_says_nothing(mosquitto: Mosqu
             await asyncio.wait_for(task, 10)
         async with asyncio.timeout(5):
             async for message in watcher.messages:
-                got.append(bytes(message.payload))  # type: ignore[arg-type]
+                got.append(bytes(message.payload))
                 break
     assert got == [b"offline"]
     assert session.state == "stopped"
@@ -211,7 +207,7 @@ async def test_a_broker_that_speaks_only_mqtt_3_1_1_is_spoken_to_in_3_1_1(tmp_pa
         o = BrokerOptions(host=broker.host, port=broker.port, client_id="t-311")
         session = MqttSession(o, observers=[events])
         async with running(session):
-            await until(lambda: session.connected, "the connection", 20)
+            await seconds_until(lambda: session.connected, "the connection", 20)
             assert not session.v5
             assert await session.publish("progressive/table/t/status", b"{}") is True
         assert ("downgraded", None) in events.seen
@@ -225,7 +221,7 @@ async def test_a_publish_awaiting_its_puback_fails_as_soon_as_the_connection_is_
     with Mosquitto() as broker:
         session = MqttSession(options(broker, keepalive_s=30))
         async with running(session):
-            await until(lambda: session.connected, "the connection")
+            await seconds_until(lambda: session.connected, "the connection")
             broker.freeze()
             publish = asyncio.create_task(session.publish("t/x", b"1", timeout=30.0))
             await asyncio.sleep(0.2)  # written to the socket; no PUBACK can come

@@ -31,7 +31,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +39,15 @@ import pytest
 from packaging.markers import Marker
 
 from progressived.cli.extras import INSTALL_WEB
+from progressived.testing.waits import until_sync
 from tests.conftest import ROOT
 from tests.doc_broker import doc_block
 from tests.install_root import InstallRoot, Ran, install_root
 from tests.test_packaging import pins
+
+# One worker runs the whole module under pytest-xdist (.ci/test: --dist loadgroup):
+# its module-scoped install root takes minutes to build.
+pytestmark = pytest.mark.xdist_group("install-root")
 
 OPERATIONS = ROOT / "docs" / "operations.md"
 REQUIREMENTS = ROOT / "requirements"
@@ -189,15 +193,16 @@ def start_mosquitto_as_debian_does(root: InstallRoot, out: Path) -> str:
 
 def wait_for(path: Path, text: str, proc: subprocess.Popen[str], timeout: float = 60) -> str:
     """``path``'s content once it holds ``text``; fails if ``proc`` ends first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def holding() -> str | None:
         content = path.read_text(errors="replace") if path.exists() else ""
         if text in content:
             return content
         if proc.poll() is not None:
             raise AssertionError(f"exited {proc.returncode} before {text!r}: {content}")
-        time.sleep(0.1)
-    raise AssertionError(f"no {text!r} in {path} after {timeout} s: {content}")
+        return None
+
+    return until_sync(holding, f"{text!r} in {path}", timeout, every=0.1)
 
 
 def mode_owner(root: InstallRoot, inside: str) -> tuple[str, str, str]:
@@ -220,6 +225,7 @@ def _member(root: InstallRoot, group: str) -> list[str]:
     return []
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_table_install_runs_verbatim_and_makes_what_the_daemon_needs(
     installed: Installed,
@@ -259,6 +265,7 @@ def _said(ran: Ran) -> list[str]:
     return [line for line in ran.output.splitlines() if not line.startswith("+ ")]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_table_install_has_exactly_the_pinned_libraries_and_no_web_extra(
     installed: Installed,
@@ -286,6 +293,7 @@ def test_the_table_install_has_exactly_the_pinned_libraries_and_no_web_extra(
     ]
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_link_install_runs_verbatim_and_its_state_directory_comes_first(
     installed: Installed,
@@ -308,6 +316,7 @@ def test_the_link_install_runs_verbatim_and_its_state_directory_comes_first(
     assert "/etc/progressived/link.toml: ok (link link-a, ledger head" in ran.output
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_every_unit_in_systemd_is_installed_by_a_block_and_verifies(installed: Installed) -> None:
     root = installed.root
@@ -324,6 +333,7 @@ def test_every_unit_in_systemd_is_installed_by_a_block_and_verifies(installed: I
     assert mode_owner(root, rules) == ("0o644", "root", "root")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Installed) -> None:
     root = installed.root
@@ -345,6 +355,7 @@ def test_the_sign_and_kiosk_installs_run_verbatim_beside_a_table(installed: Inst
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_mosquitto_starts_with_what_the_broker_block_installed(installed: Installed) -> None:
     root, ran = installed.root, installed.ran["broker"]
@@ -369,6 +380,7 @@ def test_mosquitto_starts_with_what_the_broker_block_installed(installed: Instal
     assert warnings == expected, log
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_ctrl_c(
     installed: Installed, tmp_path: Path
@@ -404,10 +416,7 @@ def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_c
     finally:
         for proc in procs.values():
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on the terminal running the block
-    deadline = time.monotonic() + 60
-    while _daemons(root) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _daemons(root), "Ctrl-C did not stop the daemons"
+    until_sync(lambda: not _daemons(root), "Ctrl-C to stop the daemons", 60, every=0.1)
     for name, log in logs.items():
         assert "Traceback" not in log.read_text(), f"{name}: {log.read_text()}"
 

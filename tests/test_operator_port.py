@@ -51,7 +51,7 @@ async def test_operator_close_and_open_are_each_one_ledger_transaction(
     def counting_commit(*args: object, **kwargs: object) -> None:
         nonlocal commits
         commits += 1
-        real_commit(*args, **kwargs)  # type: ignore[arg-type]
+        real_commit(*args, **kwargs)
 
     monkeypatch.setattr(store, "commit", counting_commit)
     peer = Peer(uid=0, gid=0, pid=1)

@@ -73,6 +73,7 @@ def test_only_the_web_sign_server_imports_aiohttp() -> None:
     assert found.stdout.split("\n") == ["progressived.signs.web.server aiohttp", ""]
 
 
+@pytest.mark.e2e
 def test_sign_web_without_the_extra_says_which_to_install_exit_8(tmp_path: Path) -> None:
     result = command("ctl", "sign", "--web", "--listen", "127.0.0.1:0", "--port", "1")
     assert result.returncode == 8, result.stderr
@@ -88,6 +89,7 @@ def test_sign_web_without_the_extra_says_which_to_install_exit_8(tmp_path: Path)
     assert "give --table once" in terminal.stderr
 
 
+@pytest.mark.e2e
 def test_the_demo_without_the_web_extra_says_so_and_starts_nothing(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     for argv in (("demo", "--headless"), ("demo", "--tables", "2", "--headless")):
@@ -184,6 +186,7 @@ def test_the_requirements_files_are_what_requirements_compile_makes(tmp_path: Pa
 # ---------------------------------------------------------------- sqlite-utils, truthfully
 
 
+@pytest.mark.e2e
 def test_sqlite_utils_is_used_where_the_readme_says_and_nowhere_else() -> None:
     using = sorted(
         path.relative_to(ROOT).as_posix()

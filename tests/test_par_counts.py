@@ -12,6 +12,10 @@ import pytest
 from progressived.par import five_card, holdem, three_card
 from progressived.par.cards import ACE, has_straight, rank_mask
 
+# One worker runs the whole module under pytest-xdist (.ci/test: --dist loadgroup):
+# the module-scoped enumeration of every seven-card set is done once.
+pytestmark = pytest.mark.xdist_group("holdem-counts")
+
 
 def test_three_card_enumeration_matches_closed_form() -> None:
     assert three_card.enumerate_counts() == three_card.closed_form_counts()

@@ -73,6 +73,7 @@ def test_software_digest_is_stable_and_checked_against_the_approved_value(tmp_pa
     assert "not the approved" in bad.problems[0]
 
 
+@pytest.mark.e2e
 def test_the_dependencies_are_the_installed_core_libraries_not_the_extras() -> None:
     found = dependencies()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -116,6 +117,7 @@ def _in_a_process(
     return str(sha), dict(deps), bool(ok), list(problems)
 
 
+@pytest.mark.e2e
 def test_a_changed_library_changes_the_software_digest(tmp_path: Path) -> None:
     """Another release of one library (its installed metadata found first on the path, as
     an upgrade in the virtualenv would be) changes the digest the site approved."""
@@ -136,6 +138,7 @@ def test_a_changed_library_changes_the_software_digest(tmp_path: Path) -> None:
     assert not ok and "is not the approved" in problems[0]
 
 
+@pytest.mark.e2e
 async def test_a_failed_self_check_keeps_the_progressive_closed(tmp_path: Path) -> None:
     async with table(tmp_path) as t:
         t.config.write_text(

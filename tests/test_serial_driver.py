@@ -13,7 +13,7 @@ import os
 import random
 import tty
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from progressived_drivers.serial_board import (
 
 from progressived.board.lights import Light
 from progressived.config.table import ConfigError
+from progressived.testing.waits import until
 
 HB = 0.05
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")
@@ -77,15 +78,6 @@ class Rig:
         sensors = await self.expect(SensorsReported)
         assert isinstance(sensors, SensorsReported)
         assert sensors.present == frozenset(self.sim.present)
-
-
-async def until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():
-        if loop.time() > end:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 def bad(drv: SerialBoardDriver) -> int:
@@ -191,7 +183,7 @@ async def test_garbage_bit_flips_truncated_and_oversized_are_counted(rig: Rig) -
     assert after["resyncs"] == before["resyncs"] + 5
     # the line still works and nothing phantom happened
     sim.place_bet(2)
-    assert (await rig.expect(SensorsReported)).present == frozenset({2})  # type: ignore[attr-defined]
+    assert (await rig.expect(SensorsReported)).present == frozenset({2})
     assert rig.drain() == []
     assert drv.online
     assert drv.counters["keys"] == 0
@@ -217,7 +209,7 @@ async def test_duplicated_and_reordered_frames(rig: Rig) -> None:
     frame = sim.frame(p.State(7, frozenset({1}), False))
     sim.send_raw(frame)
     sim.send_raw(frame)
-    assert (await rig.expect(SensorsReported)).present == frozenset({1})  # type: ignore[attr-defined]
+    assert (await rig.expect(SensorsReported)).present == frozenset({1})
     await until(lambda: drv.counters["duplicates"] == 1)
     # newer state overtaken by an older one: the older is dropped
     older = sim.frame(p.State(7, frozenset({1, 4}), False))
@@ -225,7 +217,7 @@ async def test_duplicated_and_reordered_frames(rig: Rig) -> None:
     sim.present = {1, 4, 6}
     sim.send_raw(newer)
     sim.send_raw(older)
-    assert (await rig.expect(SensorsReported)).present == frozenset({1, 4, 6})  # type: ignore[attr-defined]
+    assert (await rig.expect(SensorsReported)).present == frozenset({1, 4, 6})
     await until(lambda: drv.counters["reordered"] == 1)
     # a key press retransmitted (new frame) and replayed (same frame): applied once
     seq = sim.press("LOCK")
@@ -243,7 +235,7 @@ async def test_duplicated_and_reordered_frames(rig: Rig) -> None:
     sim.send_raw(f1)
     k1 = await rig.expect(KeyPressed)
     k2 = await rig.expect(KeyPressed)
-    assert [(k.code, k.key_seq) for k in (key, k1, k2)] == [  # type: ignore[attr-defined]
+    assert [(k.code, k.key_seq) for k in (key, k1, k2)] == [
         ("LOCK", seq),
         ("S3", first),
         ("H1", second),
@@ -265,9 +257,9 @@ async def test_board_reboot_restarts_sequences(rig: Rig) -> None:
     old_boot = sim.boot_id
     sim.reboot()
     offline = await rig.expect(BoardOffline)
-    assert offline.reason == "board rebooted"  # type: ignore[attr-defined]
+    assert offline.reason == "board rebooted"
     await rig.expect(BoardOnline)
-    assert (await rig.expect(SensorsReported)).present == frozenset({2})  # type: ignore[attr-defined]
+    assert (await rig.expect(SensorsReported)).present == frozenset({2})
     sim.press("RECON")
     after = await rig.expect(KeyPressed)
     assert isinstance(before, KeyPressed)
@@ -294,7 +286,7 @@ async def test_unplug_and_replug_mid_round_loses_nothing(rig: Rig) -> None:
     await until(lambda: not sim.pending and drv.lights_acked)
     sim.unplug()
     offline = await rig.expect(BoardOffline)
-    assert offline.reason.startswith("port lost")  # type: ignore[attr-defined]
+    assert offline.reason.startswith("port lost")
     assert not drv.online
     # while the cable is out: the dealer takes the locked wagers off and keys a seat;
     # the controller locks the lights
@@ -305,15 +297,15 @@ async def test_unplug_and_replug_mid_round_loses_nothing(rig: Rig) -> None:
     await until(lambda: drv.counters["connect_failures"] >= 2)
     sim.replug()
     await rig.expect(BoardOnline)
-    assert (await rig.expect(SensorsReported)).present == frozenset()  # type: ignore[attr-defined]
+    assert (await rig.expect(SensorsReported)).present == frozenset()
     key = await rig.expect(KeyPressed)
-    assert (key.code, key.key_seq) == ("S3", 2)  # type: ignore[attr-defined]
+    assert (key.code, key.key_seq) == ("S3", 2)
     await until(lambda: drv.lights_acked and not sim.pending)
     assert sim.lights[1] is Light.LOCKED
     assert sim.lights[3] is Light.LOCKED
     sim.press("H1")
     key = await rig.expect(KeyPressed)
-    assert (key.code, key.key_seq) == ("H1", 3)  # type: ignore[attr-defined]
+    assert (key.code, key.key_seq) == ("H1", 3)
     await asyncio.sleep(4 * HB)
     assert rig.drain() == []
     assert drv.counters["reconnects"] == 1
@@ -328,7 +320,7 @@ async def test_frozen_board_goes_offline_after_missed_heartbeats(tmp_path: Path)
         rig.sim.freeze()
         offline = await rig.expect(BoardOffline, timeout=3)
         elapsed = loop.time() - start
-        assert "missed 3 heartbeats" in offline.reason  # type: ignore[attr-defined]
+        assert "missed 3 heartbeats" in offline.reason
         assert 3 * HB <= elapsed < 2.0
         await asyncio.sleep(6 * HB)
         assert rig.drain() == []  # no flapping while frozen

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import aiomqtt
+import pytest
 
 from progressived.signs.broker import BrokerLogin
 from progressived.signs.link import LinkSignView
@@ -41,6 +42,7 @@ def linked(units: int, epoch: int, lseq: int, hit: dict[str, object] | None = No
 HIT = {"table": "pmg-02", "seat": 5, "hand": "royal-flush", "units": 1_204_37 * UNITS_PER_CENT}
 
 
+@pytest.mark.e2e
 def test_the_terminal_view_never_goes_back_and_shows_the_winning_table() -> None:
     view = LinkSignView("progressive", "link-a", "pmg")
     assert view.receive(TOPIC, linked(1_000_000_000, 0, 3), now=0.0)
@@ -59,6 +61,7 @@ def test_the_terminal_view_never_goes_back_and_shows_the_winning_table() -> None
     assert view.display == "$1,000.00"
 
 
+@pytest.mark.e2e
 def test_the_terminal_view_ignores_bad_messages_and_an_old_hit_on_start() -> None:
     view = LinkSignView("progressive", "link-a", "pmg")
     assert not view.receive(TOPIC, b"not json")
@@ -72,6 +75,7 @@ def test_the_terminal_view_ignores_bad_messages_and_an_old_hit_on_start() -> Non
     assert "WINNER" not in view.plain()
 
 
+@pytest.mark.e2e
 def test_the_web_model_shows_a_link_as_a_source_with_the_winner() -> None:
     floor = Floor("progressive", banner_s=30.0)
     assert floor.receive(TOPIC, linked(1_000_000_000, 0, 3), now=0.0) == "link/link-a"
@@ -96,6 +100,7 @@ def test_the_web_sign_subscribes_to_links_only_when_asked() -> None:
     assert only == ["progressive/link/link-a/meter/+"]
 
 
+@pytest.mark.e2e
 async def test_the_terminal_sign_follows_a_link_through_mosquitto(mosquitto: Mosquitto) -> None:
     out = io.StringIO()
     view = LinkSignView("progressive", "link-a", "pmg")
@@ -125,6 +130,7 @@ async def test_the_terminal_sign_follows_a_link_through_mosquitto(mosquitto: Mos
     ]
 
 
+@pytest.mark.e2e
 def test_the_command_line_sign_of_a_link(mosquitto: Mosquitto) -> None:
     subprocess.run(
         [

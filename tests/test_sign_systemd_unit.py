@@ -13,7 +13,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from progressived.testing.broker import free_port
+from progressived.testing.waits import until_sync
 from tests.doc_broker import PASSWORDS, DocBroker
 from tests.test_systemd_unit import (
     MAX_EXPOSURE,
@@ -168,13 +168,12 @@ def test_the_units_command_logs_in_with_the_credential(
         if password == "wrong":
             assert proc.wait(timeout=30) == 3  # refused: Restart= retries, the journal says why
             return
-        broker = ""
-        deadline = time.monotonic() + 30
-        while broker != "connected":  # the sign's view of its broker session
-            assert time.monotonic() < deadline, broker
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/state.json") as page:
-                broker = json.load(page)["broker"]["state"]
-            time.sleep(0.05)
+
+        def connected() -> bool:  # the sign's view of its broker session
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/state.json", timeout=10) as page:
+                return bool(json.load(page)["broker"]["state"] == "connected")
+
+        until_sync(connected, "the sign connected to its broker", 30, every=0.05)
         proc.terminate()
         assert proc.wait(timeout=30) == 0
     finally:

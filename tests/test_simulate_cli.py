@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,13 +33,14 @@ key 9 straight
 """
 
 
-def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, script: str) -> dict:
+def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, script: str) -> dict[str, Any]:
     path = tmp_path / "script.txt"
     path.write_text(script)
     code = main(["simulate", "--script", str(path), "--json", *args])
     out = capsys.readouterr().out
     assert code == 0
-    return json.loads(out)
+    found: dict[str, Any] = json.loads(out)
+    return found
 
 
 def test_json_report_has_the_contracted_keys(

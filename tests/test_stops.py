@@ -8,22 +8,23 @@ Real processes and signals; each moment is reached by waiting for what the proce
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
+from progressived.testing.waits import WaitTimeout, until, until_sync
 from tests.daemon_harness import table
 from tests.test_cli_faults import DAEMON, config, one_line
 from tests.test_docs_faults import documented_health_line
 from tests.test_start_checks import init, link_config
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def records(text: str) -> list[dict[str, Any]]:
@@ -78,14 +79,15 @@ def test_run_ctrl_c_while_it_reads_its_configuration(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while True:  # until the daemon has the FIFO open for reading
+
+    def opened() -> list[int] | None:  # once the daemon has the FIFO open for reading
         try:
-            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
+            return [os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)]
         except OSError:  # ENXIO: no reader yet
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+            assert proc.poll() is None, proc.communicate(timeout=30)
+            return None
+
+    (writer,) = until_sync(opened, "the daemon reading the FIFO", 60)
     try:
         status, out, err = interrupted(proc)
     finally:
@@ -149,14 +151,18 @@ async def test_the_board_offline_health_line(tmp_path: Path) -> None:
 
 async def logged(t: Any, match: Any, timeout: float = 30) -> dict[str, Any]:
     """The first log record of the daemon's last run that ``match`` accepts, once logged."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def found() -> dict[str, Any] | None:
         for record in records(t.log_text()):
             if match(record):
                 return record
-        assert time.monotonic() < deadline, t.log_text()[-3000:]
         assert t.proc.poll() is None, t.log_text()[-3000:]
-        await asyncio.sleep(0.05)
+        return None
+
+    try:
+        return await until(found, "the log record", timeout, every=0.05)
+    except WaitTimeout:
+        raise AssertionError(t.log_text()[-3000:]) from None
 
 
 # ------------------------------------------------------------------------- progressived link

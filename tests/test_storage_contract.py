@@ -10,7 +10,6 @@ nothing; and the link ledger on top (create, open replaying the same book).
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from progressived.link.store.ledger import LinkLedger
 from progressived.link.store.opening import open_store
 from progressived.storage.location import Location
 from progressived.storage.port import LedgerStore
+from progressived.testing.waits import until_sync
 from tests.link_sim import SimTable, deliver, link_params
 
 AT = "2026-11-23T17:00:00Z"
@@ -178,21 +178,21 @@ def test_lease_acquire_renew_release_and_fencing(store: LedgerStore) -> None:
     with pytest.raises(Fenced):
         store.write(planned(store, money(2, 1)), fence=again)
     b = store.acquire("b", 60)
-    assert b.token == 3 and store.lease() is not None and store.lease().holder == "b"  # type: ignore[union-attr]
+    assert b.token == 3 and store.lease() is not None and store.lease().holder == "b"
     store.write(planned(store, money(2, 1)), fence=b)
     assert store.last()[0] == 2
 
 
 def acquire_when_lapsed(store: LedgerStore, holder: str) -> object:
     """Wait for the current lease to lapse by the database's clock: acquire until it may."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def acquired() -> object:
         try:
             return store.acquire(holder, 60)
         except LeaseHeld:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+            return None
+
+    return until_sync(acquired, f"the lease to lapse for {holder}", 30)
 
 
 def test_a_lapsed_lease_is_taken_over_and_its_holder_writes_nothing(store: LedgerStore) -> None:

@@ -12,7 +12,6 @@ and a connection lost during COMMIT. A real server (progressived/testing/postgre
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,18 +25,22 @@ from progressived.link.store.opening import open_store
 from progressived.storage.port import Lease
 from progressived.storage.postgres import PostgresStore
 from progressived.testing.postgres import Server, server
+from progressived.testing.waits import until_sync
 from tests.link_sim import SimTable, deliver, link_params
 from tests.test_storage_contract import AT, LINK, acquire_when_lapsed, money, planned
 
 
 def wait_for(what: str, check: Any, timeout: float = 30.0) -> Any:
-    """Poll the server until ``check()`` holds (a state it reports, not a time)."""
-    deadline = time.monotonic() + timeout
-    while (found := check()) is None or found is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-    return found
+    """Poll the server until ``check()`` holds (a state it reports, not a time): anything but
+    None or False (a zero or an empty string is a state)."""
+    found: list[Any] = []
+
+    def holds() -> bool:
+        found[:] = [check()]
+        return found[0] is not None and found[0] is not False
+
+    until_sync(holds, what, timeout, every=0.01)
+    return found[0]
 
 
 def backend(srv: Server, pid: int, column: str) -> object:
@@ -77,7 +80,7 @@ def test_a_write_begun_before_another_holder_acquired_is_refused(
 
         def write() -> None:
             try:
-                a_store.write(rows, fence=a)  # type: ignore[arg-type]
+                a_store.write(rows, fence=a)
             except Fenced as exc:
                 failed.append(exc)
 
@@ -152,7 +155,7 @@ def test_a_commit_lost_with_its_connection_is_found_before_anything_is_answered(
         assert ledger.book.lseq == 2 and ledger.head.seq == 4
         repeat = deliver(params, ledger.book, message, at_ms=4)
         assert repeat.events == () and repeat.replies  # answered from the stored result
-        assert repeat.replies[0].lseq == 2  # type: ignore[attr-defined]
+        assert repeat.replies[0].lseq == 2
     finally:
         ledger.close()
     with psycopg.connect(url) as conn:

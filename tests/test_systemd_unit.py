@@ -220,7 +220,7 @@ def exposure(unit: Path) -> float:
 def test_systemd_analyze_works_on_unit_files_offline() -> None:
     version = run(SYSTEMD_ANALYZE, "--version")
     assert version.returncode == 0
-    major = int(re.match(r"systemd (\d+)", version.stdout).group(1))  # type: ignore[union-attr]
+    major = int(re.match(r"systemd (\d+)", version.stdout).group(1))
     assert major >= 250, "security --offline=yes needs systemd >= 250"
 
 

@@ -11,10 +11,14 @@ import contextlib
 import socket
 from pathlib import Path
 
+import pytest
+
 from progressived.config.daemon import load_daemon_config
 from progressived.daemon.service import Controller
 from progressived.runtime.systemd import Notifier
 from tests.daemon_harness import table
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 class NotifySocket:

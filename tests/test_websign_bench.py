@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def test_the_websign_bench_runs_and_every_page_gets_every_update() -> None:

@@ -18,8 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.daemon_harness import TABLE, table
-from tests.websign_harness import WebSign, browsers, screenshots, sign_servers, until
+from tests.websign_harness import WebSign, browsers, screenshots, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 
@@ -52,11 +56,11 @@ async def test_the_page_follows_a_table_through_every_state(
         driver = browsers(1920, 1080)
         await asyncio.to_thread(driver.get, sign.url(f"/table/{TABLE}"))
         await t.online()
-        await until(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.00", "the seed")
+        await until_shown(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.00", "the seed")
         # LOCK with three bets: $1,000 + 3 x $0.15, rolled up to the exact cent.
         await t.bets(1, 3, 5)
         await t.press("LOCK")
-        page = await until(
+        page = await until_shown(
             driver,
             TABLE,
             lambda p: main(p) == {"amount": "$1,000.45", "state": "open"},
@@ -68,7 +72,7 @@ async def test_the_page_follows_a_table_through_every_state(
         # A keyed 100% award: PENDING with the hand's name, the award, the table and the seat.
         await t.collect(1, 3, 5)
         await t.press("S5", "H5", "S3", "H1")
-        page = await until(driver, TABLE, lambda p: main(p)["state"] == "pending", "PENDING")
+        page = await until_shown(driver, TABLE, lambda p: main(p)["state"] == "pending", "PENDING")
         assert page["pending"] == [
             "JACKPOT PENDING AKQ Spades $1,000.45 Table 7 · Seat 3"
         ]
@@ -81,15 +85,15 @@ async def test_the_page_follows_a_table_through_every_state(
         await asyncio.sleep(0.2)
         await t.press("OK")
         t.sim.supervisor(False)
-        page = await until(driver, TABLE, lambda p: bool(p["banner"]), "the winner banner")
+        page = await until_shown(driver, TABLE, lambda p: bool(p["banner"]), "the winner banner")
         banner = " ".join(str(page["banner"]).split())
         assert banner == f"WINNER AKQ SPADES $1,000.45 Table 7 · Seat 3 Table asset number {TABLE}"
         assert not page["pending"]
         await asyncio.to_thread(driver.save_screenshot, str(shots / "winner.png"))
         # ...held for --banner-s (4 s), then the new value; the round's envy after RECONCILE.
         await t.press("RECON")
-        page = await until(driver, TABLE, lambda p: not p["banner"], "the banner ending", 8)
-        page = await until(driver, TABLE, lambda p: len(p["envy"]) == 2, "the round's envy")
+        page = await until_shown(driver, TABLE, lambda p: not p["banner"], "the banner ending", 8)
+        page = await until_shown(driver, TABLE, lambda p: len(p["envy"]) == 2, "the round's envy")
         assert sorted(page["envy"]) == [
             "Seat 1 wins $100.00 · AKQ Spades at Seat 3",
             "Seat 5 wins $100.00 · AKQ Spades at Seat 3",
@@ -99,16 +103,16 @@ async def test_the_page_follows_a_table_through_every_state(
         # The next round's LOCK clears the last round's envy line.
         await t.bets(2)
         await t.press("LOCK")
-        page = await until(driver, TABLE, lambda p: not p["envy"], "the envy line cleared")
-        await until(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.21", "the next LOCK")
+        page = await until_shown(driver, TABLE, lambda p: not p["envy"], "the envy line cleared")
+        await until_shown(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.21", "the next LOCK")
 
         # The board unplugged: CLOSED, dimmed, and why in words; plugged back: OPEN.
         t.sim.unplug()
-        page = await until(driver, TABLE, lambda p: main(p)["state"] == "closed", "CLOSED", 20)
+        page = await until_shown(driver, TABLE, lambda p: main(p)["state"] == "closed", "CLOSED", 20)
         assert page["why"] == "CLOSED The table's bet sensors are offline"
         await asyncio.to_thread(driver.save_screenshot, str(shots / "closed.png"))
         t.sim.replug()
-        await until(driver, TABLE, lambda p: main(p)["state"] == "open", "OPEN again", 20)
+        await until_shown(driver, TABLE, lambda p: main(p)["state"] == "open", "OPEN again", 20)
 
         # The broker frozen: STALE (the meter alternates with the fault), thawed: live.
         assert t.broker.proc is not None
@@ -116,13 +120,13 @@ async def test_the_page_follows_a_table_through_every_state(
         t.broker.proc.send_signal(signal.SIGSTOP)
         try:
             # --keepalive-s 1: unanswered pings drop the link within about 2 s (+1 s).
-            page = await until(driver, TABLE, lambda p: p["stale"], "STALE", 12)
+            page = await until_shown(driver, TABLE, lambda p: p["stale"], "STALE", 12)
             print(f"STALE {time.monotonic() - frozen:.1f} s after the broker froze")
             assert "broker" in page["staleWhy"]
             await asyncio.to_thread(driver.save_screenshot, str(shots / "stale.png"))
         finally:
             t.broker.proc.send_signal(signal.SIGCONT)
-        await until(
+        await until_shown(
             driver,
             TABLE,
             lambda p: not p["stale"] and main(p) == {"amount": "$1,000.21", "state": "open"},
@@ -132,9 +136,9 @@ async def test_the_page_follows_a_table_through_every_state(
 
         # The sign server restarted: the page reconnects by itself, no reload.
         assert sign.stop() == 0
-        await until(driver, TABLE, lambda p: p["stale"], "STALE without a server", 8)
+        await until_shown(driver, TABLE, lambda p: p["stale"], "STALE without a server", 8)
         await sign.start()
-        await until(
+        await until_shown(
             driver,
             TABLE,
             lambda p: not p["stale"] and main(p)["amount"] == "$1,000.21",
@@ -143,4 +147,4 @@ async def test_the_page_follows_a_table_through_every_state(
         )
         # A browser reload: the full picture again at once.
         await asyncio.to_thread(driver.refresh)
-        await until(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.21", "after reload")
+        await until_shown(driver, TABLE, lambda p: main(p)["amount"] == "$1,000.21", "after reload")

@@ -8,11 +8,16 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from progressived.testing.waits import until_sync
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
@@ -33,16 +38,16 @@ def test_the_demo_prints_the_sign_url_and_serves_it(tmp_path: Path) -> None:
                 url = found.group(1)
                 break
         assert url, "".join(lines)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(
-            s.get("meters") for s in snapshot.get("sources", [])
-        ):
+
+        def with_meters() -> dict[str, Any] | None:
             try:
                 with urllib.request.urlopen(f"{url}/state.json", timeout=2) as answer:
-                    snapshot = json.load(answer)
+                    got: dict[str, Any] = json.load(answer)
             except (urllib.error.URLError, ConnectionError):
-                pass
-            time.sleep(0.2)
+                return None
+            return got if any(s.get("meters") for s in got.get("sources", [])) else None
+
+        snapshot = until_sync(with_meters, "the demo's meter on the web sign", 60, every=0.2)
         with urllib.request.urlopen(f"{url}/table/demo-1", timeout=2) as page:
             html = page.read().decode()
         # The server draws the page with the meter it holds, the names from its sign file.

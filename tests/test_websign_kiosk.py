@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto
 from tests.websign_feed import TableFeed
@@ -28,8 +29,10 @@ from tests.websign_harness import (
     screenshots,
     sign_servers,
     stream_until,
-    until,
+    until_shown,
 )
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 
@@ -94,7 +97,7 @@ async def test_one_meter_fills_any_screen_centred_readable_and_inside_it(
             await feed.meter("main", cents)  # the second one, a decrease, is shown at once
             if cents == BIG:
                 await asyncio.to_thread(driver.get, sign.url("/table/tcp-07"))
-            await until(
+            await until_shown(
                 driver, "tcp-07", lambda p, s=shown: p["meters"]["main"]["amount"] == s, shown
             )
             for width, height in SCREENS:
@@ -111,7 +114,7 @@ async def test_one_meter_fills_any_screen_centred_readable_and_inside_it(
             assert fonts[SMALL][at] > 1.3 * fonts[BIG][at], fonts
             assert share[SMALL][at] >= share[BIG][at] - 0.005, share
         await viewport(driver, 1920, 1080)
-        page = await until(driver, "tcp-07", lambda p: bool(p["paytable"]), "the paytable")
+        page = await until_shown(driver, "tcp-07", lambda p: bool(p["paytable"]), "the paytable")
         assert page["paytable"][0][:3] == ["AKQ Spades", "$1,000.45", "100%"]
         assert page["title"] == "Three Card Poker Progressive" and page["where"] == "Table 7"
         for hidden in ("tcp-07", "akq", "MAIN", "main"):
@@ -134,7 +137,7 @@ async def test_three_levels_stack_the_first_largest(
             await feed.meter(meter, cents)
         driver = browsers(1920, 1080)
         await asyncio.to_thread(driver.get, sign.url("/table/uth-03"))
-        page = await until(driver, "uth-03", lambda p: len(p["meters"]) == 3, "three levels")
+        page = await until_shown(driver, "uth-03", lambda p: len(p["meters"]) == 3, "three levels")
         assert [m["level"] for m in page["meters"].values()] == ["Grand", "Major", "Minor"]
         for width, height in SCREENS:
             await viewport(driver, width, height)
@@ -166,7 +169,7 @@ async def test_a_bank_of_tables_tiles_the_screen(
             await feed.meter("main", 100_000 * 10 ** (number % 5) + number)
         driver = browsers(1920, 1080)
         await asyncio.to_thread(driver.get, sign.url("/"))
-        await until(driver, BANK[-1], lambda p: bool(p["meters"]), "the whole bank")
+        await until_shown(driver, BANK[-1], lambda p: bool(p["meters"]), "the whole bank")
         for width, height in SCREENS:
             await viewport(driver, width, height)
             tiles = [await meters(driver, f"table/{table}") for table in BANK]

@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.websign_pixels import TARGET_MS, measure
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 
 async def test_message_to_pixels_p99_under_100ms(tmp_path: Path) -> None:

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto
 from tests.websign_feed import TableFeed
-from tests.websign_harness import WebSign, browsers, sign_servers, until
+from tests.websign_harness import WebSign, browsers, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 
@@ -72,7 +75,7 @@ async def run(
         await feed.meter("main", 99_000)
         driver = browsers(1280, 720, reduced_motion=reduced_motion)
         await asyncio.to_thread(driver.get, sign.url("/table/t1"))
-        await until(driver, "t1", lambda p: p["meters"]["main"]["amount"] == "$990.00", "the start")
+        await until_shown(driver, "t1", lambda p: p["meters"]["main"]["amount"] == "$990.00", "the start")
         await asyncio.to_thread(driver.execute_script, SAMPLER_JS)
         for value, pause in STEPS:
             published.append((time.time() * 1000, value))

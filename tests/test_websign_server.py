@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from progressived.signs.broker import BrokerLogin
@@ -79,6 +80,7 @@ async def test_the_browser_fails_to_start(mosquitto, sign_servers, browsers, mon
 '''
 
 
+@pytest.mark.e2e
 def test_a_browser_that_fails_to_start_leaves_no_sign_server_behind(tmp_path: Path) -> None:
     pidfile = tmp_path / "sign.pid"
     inner = tmp_path / "test_inner.py"

@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from progressived.testing.broker import Mosquitto, free_port
 from tests.websign_feed import LinkFeed, TableFeed
 from tests.websign_geometry import layout_problems, texts
-from tests.websign_harness import ROOT, WebSign, browsers, screenshots, sign_servers, until
+from tests.websign_harness import ROOT, WebSign, browsers, screenshots, sign_servers, until_shown
+
+pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
 
 __all__ = ["browsers", "sign_servers"]  # the fixtures this module uses
 
@@ -64,7 +67,7 @@ async def test_a_closed_linked_table_is_dimmed_says_why_and_not_contributing(
         await feed.meter("pmg", 5_012_345, state="closed", closed=["link-down"], link="link-a")
         driver = browsers(1920, 1080)
         await asyncio.to_thread(driver.get, sign.url("/table/uth-03"))
-        page = await until(driver, "uth-03", lambda p: p["state"] == "closed", "CLOSED")
+        page = await until_shown(driver, "uth-03", lambda p: p["state"] == "closed", "CLOSED")
         assert page["why"] == "CLOSED The link to the jackpot controller is down"
         assert page["contributing"] == ["This table is not contributing to Mega Link"]
         colours = await asyncio.to_thread(
@@ -79,7 +82,7 @@ async def test_a_closed_linked_table_is_dimmed_says_why_and_not_contributing(
         )
         # A reason this release does not know (a link refusing the table): shown verbatim.
         await feed.meter("pmg", 5_012_345, state="closed", closed=["refused: unknown-table"])
-        page = await until(
+        page = await until_shown(
             driver, "uth-03", lambda p: "refused" in p["why"], "the unknown reason verbatim"
         )
         assert page["why"] == "CLOSED refused: unknown-table" and page["contributing"] == []
@@ -97,11 +100,11 @@ async def test_a_links_hit_is_celebrated_for_the_set_time_then_the_new_value(
         await link.meter("pmg", 5_000_000)
         driver = browsers(1920, 1080)
         await asyncio.to_thread(driver.get, sign.url("/link/link-a"))
-        page = await until(driver, "link/link-a", lambda p: bool(p["meters"]), "the link's meter")
+        page = await until_shown(driver, "link/link-a", lambda p: bool(p["meters"]), "the link's meter")
         assert (page["title"], page["where"]) == ("Multi-Link Game Progressive", "Mega Link")
         hit = {"table": "uth-04", "seat": 5, "hand": "royal-flush", "units": 50_000_003_500}
         await link.meter("pmg", 100_000, hit=hit)
-        page = await until(driver, "link/link-a", lambda p: bool(p["banner"]), "the celebration")
+        page = await until_shown(driver, "link/link-a", lambda p: bool(p["banner"]), "the celebration")
         seen = time.monotonic()
         banner = " ".join(page["banner"].split())
         assert banner == "WINNER ROYAL FLUSH $50,000.00 Table 4 · Seat 5 Table asset number uth-04"
@@ -110,7 +113,7 @@ async def test_a_links_hit_is_celebrated_for_the_set_time_then_the_new_value(
         await asyncio.to_thread(
             driver.save_screenshot, str(screenshots(tmp_path) / "link-winner.png")
         )
-        await until(driver, "link/link-a", lambda p: not p["banner"], "the celebration's end", 10)
+        await until_shown(driver, "link/link-a", lambda p: not p["banner"], "the celebration's end", 10)
         held = time.monotonic() - seen
         assert BANNER_S - 1.0 <= held <= BANNER_S + 1.0, held
 
@@ -128,9 +131,9 @@ async def test_stale_alternates_the_last_amount_with_the_fault_message(
         await feed.meter("pmg", 1_234_567)
         driver = browsers(1280, 720)
         await asyncio.to_thread(driver.get, sign.url("/table/uth-03"))
-        await until(driver, "uth-03", lambda p: bool(p["meters"]), "the meter")
+        await until_shown(driver, "uth-03", lambda p: bool(p["meters"]), "the meter")
     sign.close()  # the sign server gone: the page keeps its picture and says STALE
-    await until(driver, "uth-03", lambda p: p["stale"], "STALE", 10)
+    await until_shown(driver, "uth-03", lambda p: p["stale"], "STALE", 10)
     frames = await asyncio.to_thread(driver.execute_async_script, ALTERNATION_JS, 4500)
     shown = {(f[0], f[1]) for f in frames}
     assert ("visible", "hidden") in shown and ("hidden", "visible") in shown, shown
@@ -173,12 +176,12 @@ async def test_the_kiosk_start_page_waits_for_the_sign_server_then_shows_the_sig
     config = tmp_path / "sign.toml"
     config.write_text(SIGN_FILE)
     await sign_servers(mosquitto.port, config=config, port=port).start()
-    page = await until(driver, "link/link-a", lambda p: p is not None, "the sign", 15)
+    page = await until_shown(driver, "link/link-a", lambda p: p is not None, "the sign", 15)
     assert await asyncio.to_thread(lambda: driver.current_url) == target
     assert page["where"] == "Mega Link"
 
 
-# Wait on the start page until it has tried ``n`` times; what it says then.
+# Wait on the start page until_shown it has tried ``n`` times; what it says then.
 TRIES_JS = """
 const [n, done] = arguments;
 const check = () => {

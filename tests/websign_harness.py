@@ -16,9 +16,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,12 @@ import pytest
 from selenium import webdriver
 
 from bench.websign_pixels import NoBrowser, chromium, quit_chromium
-from progressived.testing.broker import free_port, wait_for_port
+from progressived.testing.broker import free_port, listens
+from progressived.testing.waits import WaitTimeout, until
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_S = 10.0  # a sign process or a browser gets this long to stop before it is killed
+START_S = 60.0  # the longest a sign process may take to listen (imports, on a loaded machine)
 
 
 def browser(
@@ -82,18 +84,32 @@ class WebSign:
         return cmd
 
     async def start(self) -> WebSign:
-        self.port = self.port or free_port()
-        self.runs += 1
-        log = self.tmp / f"websign-{self.runs}.log"
-        self.logs.append(log)
-        with log.open("wb") as out:
-            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
-        try:
-            await asyncio.to_thread(wait_for_port, "127.0.0.1", self.port, 15)
-        except BaseException:
-            self.close()
-            raise
-        return self
+        """Start the process; return once it holds its listening socket itself (a port
+        taken meanwhile by another test's server is chosen again, never shared)."""
+        chosen = not self.port
+        for _ in range(3):
+            self.port = self.port or free_port()
+            self.runs += 1
+            log = self.tmp / f"websign-{self.runs}.log"
+            self.logs.append(log)
+            with log.open("wb") as out:
+                self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+            proc = self.proc
+            try:
+                await until(partial(self._up_or_ended, proc), f"the sign on {self.port}", START_S)
+            except BaseException:
+                self.close()
+                raise
+            if proc.poll() is None:
+                return self
+            self.proc = None
+            if not chosen:
+                break
+            self.port = 0
+        raise AssertionError(f"the sign did not start: {self.logs[-1].read_text()[-2000:]}")
+
+    def _up_or_ended(self, proc: subprocess.Popen[bytes]) -> bool:
+        return listens(proc.pid, "127.0.0.1", self.port) or proc.poll() is not None
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.proc is not None
@@ -203,19 +219,24 @@ async def seen(driver: webdriver.Chrome, source: str) -> dict[str, Any] | None:
     return result
 
 
-async def until(
+async def until_shown(
     driver: webdriver.Chrome,
     source: str,
     predicate: Callable[[dict[str, Any]], bool],
     what: str,
     timeout: float = 15.0,
 ) -> dict[str, Any]:
-    """Wait until the page's picture of ``source`` satisfies ``predicate``; fail saying what."""
-    deadline = time.monotonic() + timeout
-    last: dict[str, Any] | None = None
-    while time.monotonic() < deadline:
-        last = await seen(driver, source)
-        if last is not None and predicate(last):
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"the page never showed {what}; it showed {last}")
+    """Wait until the page's picture of ``source`` satisfies ``predicate``; fail saying what
+    (the timeout's message ends with what the page last showed)."""
+
+    last: list[dict[str, Any] | None] = [None]
+
+    async def shown() -> dict[str, Any] | None:
+        last[0] = page = await seen(driver, source)
+        return page if page is not None and predicate(page) else None
+
+    try:
+        found: dict[str, Any] = await until(shown, f"the page to show {what}", timeout, every=0.1)
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"the page never showed {what}; it showed {last[0]}") from exc
+    return found

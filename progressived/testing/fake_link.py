@@ -30,6 +30,7 @@ from progressived.link.core.state import Applied
 from progressived.mqtt.config import NO_DELAY
 from progressived.runtime.clock import utc_now
 
+STOP_S = 5.0  # the longest a stop waits for the session to end
 PMG_HANDS: Mapping[str, Fraction] = {"royal-flush": Fraction(1), "straight-flush": Fraction(1, 10)}
 
 
@@ -90,9 +91,11 @@ class FakeLink:
     ) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
-                await task
+        # Bounded: a broker that does not answer the disconnect (frozen, gone) costs at
+        # most STOP_S, never the test's whole timeout.
+        with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError, TimeoutError):
+            async with asyncio.timeout(STOP_S):
+                await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _run(self) -> None:
         while True:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from progressived import __version__
+from progressived.board.lights import Light
 from progressived.config.daemon import load_daemon_config
 from progressived.ledger import Ledger
 from progressived.runtime.clock import utc_now
@@ -36,10 +37,13 @@ from progressived.testing.board import BoardFactory, PtyBoard
 from progressived.testing.broker import Mosquitto
 from progressived.testing.config import RigConfig, write_config
 from progressived.testing.subscriber import Check, Subscriber
+from progressived.testing.waits import WaitTimeout, until
 
 # How the rig and the demo run the two commands: this interpreter, this installation.
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
+SENSE_S = 0.3  # the pause after a bet where the board's lights cannot show it sensed
+SENSE_TIMEOUT_S = 5.0  # the longest wait for the lights to show a bet sensed
 
 
 def init_ledger(config: Path, operator: str = "test-harness") -> None:
@@ -164,24 +168,44 @@ class Table:
     async def bets(self, *seats: int) -> None:
         for seat in seats:
             self.sim.place_bet(seat)
-        await asyncio.sleep(0.3)
+        await self._sensed(seats, Light.BET, SENSE_S)
 
     async def collect(self, *seats: int) -> None:
         for seat in seats:
             self.sim.remove_bet(seat)
-        await asyncio.sleep(0.1)
+        await self._sensed(seats, Light.IDLE, 0.1)
+
+    async def _sensed(self, seats: tuple[int, ...], light: Light, pause: float) -> None:
+        """Until the daemon has sensed the wagers: in an open round at an open table the
+        board shows BET exactly at the sensed seats (docs/protocol.md), so wait for the
+        lights; where they cannot tell (a closed table, a round in play, a board without
+        ``lights``) a fixed ``pause`` stands in."""
+        shown: dict[int, Light] | None = getattr(self.sim, "lights", None)
+        if shown is None or any(v not in (Light.IDLE, Light.BET) for v in shown.values()):
+            await asyncio.sleep(pause)
+            return
+
+        def lit() -> bool:
+            now: dict[int, Light] = getattr(self.sim, "lights", {})
+            return all(now.get(seat) is light for seat in seats)
+
+        # Bounded softly: a daemon that sends no lights (a fault under test) is the test's
+        # to assert; the wait then ends as the pause did, only later.
+        with contextlib.suppress(WaitTimeout):
+            await until(lit, f"seats {seats} shown {light}", SENSE_TIMEOUT_S)
 
     async def online(self, count: int = 1, timeout: float = 30.0) -> None:
         """Until the sign has seen ``count`` board_online events; fails at once if the
         daemon exits meanwhile."""
-        try:
-            async with asyncio.timeout(timeout):
-                while len(self.sub.events("board_online")) < count:
-                    if self.proc is not None and self.proc.poll() is not None:
-                        raise RuntimeError(f"the daemon exited:\n{self.log_text()[-2000:]}")
-                    await asyncio.sleep(0.02)
-        except TimeoutError:
-            raise TimeoutError(f"timed out after {timeout} s waiting for board_online") from None
+
+        def seen() -> bool:
+            if len(self.sub.events("board_online")) >= count:
+                return True
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"the daemon exited:\n{self.log_text()[-2000:]}")
+            return False
+
+        await until(seen, f"{count} x board_online", timeout)
 
 
 @contextlib.asynccontextmanager

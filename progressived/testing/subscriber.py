@@ -13,10 +13,12 @@ from typing import Any
 import aiomqtt
 
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
+from progressived.testing.waits import until
 
 Payload = dict[str, Any]
 Check = Callable[[str, Payload], list[str]]  # topic, payload -> what is wrong with it
 Match = Callable[[str, Payload], bool]
+STOP_S = 5.0  # the longest a stop waits for the session to end
 
 
 @dataclass
@@ -41,6 +43,7 @@ class Subscriber:
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (topic, refusal code)
     task: asyncio.Task[None] | None = None
     waiters: list[tuple[Match, asyncio.Future[float]]] = field(default_factory=list)
+    subscribed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def _received(self, topic: str, data: Payload, retained: bool) -> None:
         now = time.perf_counter()
@@ -72,6 +75,7 @@ class Subscriber:
                     self.host, self.port, identifier=self.identifier, clean_session=False
                 ) as client:
                     await client.subscribe(self.topics, qos=1)
+                    self.subscribed.set()  # the SUBACK: from now on nothing is missed
                     async for message in client.messages:
                         payload = message.payload
                         if isinstance(payload, (bytes, bytearray)):
@@ -79,15 +83,26 @@ class Subscriber:
             except aiomqtt.MqttError:
                 await asyncio.sleep(0.1)
 
-    async def start(self) -> None:
+    async def start(self, timeout: float = 15.0) -> None:
+        """Start, and return once the broker has acknowledged the subscription."""
         self.task = asyncio.get_running_loop().create_task(self._run())
-        await asyncio.sleep(0.3)
+        try:
+            async with asyncio.timeout(timeout):
+                await self.subscribed.wait()
+        except TimeoutError:
+            await self.stop()
+            raise TimeoutError(
+                f"the sign's subscription was not acknowledged within {timeout} s"
+            ) from None
 
-    async def stop(self) -> None:
+    async def stop(self, timeout: float = STOP_S) -> None:
+        """Cancel the session, bounded: a broker that does not answer the disconnect (frozen,
+        gone) costs ``timeout`` seconds at most."""
         if self.task is not None:
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self.task
 
     def timed(self) -> list[tuple[float, str, Payload]]:
         """(arrival, topic, payload) for every message, in order."""
@@ -118,13 +133,8 @@ class Subscriber:
         self.waiters.append((match, fut))
         return fut
 
-    async def wait(self, predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-        try:
-            async with asyncio.timeout(timeout):
-                while not predicate():
-                    await asyncio.sleep(0.05)
-        except TimeoutError:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}") from None
+    async def wait(self, predicate: Callable[[], object], what: str, timeout: float = 15.0) -> None:
+        await until(predicate, what, timeout)
 
     async def wait_event(self, kind: str, count: int = 1, timeout: float = 15.0) -> Payload:
         await self.wait(lambda: len(self.events(kind)) >= count, f"{count} x {kind}", timeout)

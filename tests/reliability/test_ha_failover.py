@@ -112,7 +112,7 @@ def test_a_killed_primary_loses_no_acknowledged_link_write() -> None:
 
         with psycopg.connect(url) as conn:
             rows = conn.execute("SELECT data FROM journal WHERE kind = 'link_applied'").fetchall()
-            (journal_rows,) = conn.execute("SELECT count(*) FROM journal").fetchone()  # type: ignore[misc]
+            (journal_rows,) = conn.execute("SELECT count(*) FROM journal").fetchone()
         applied = [json.loads(data) for (data,) in rows]
         seqs = [row["seq"] for row in applied if row.get("table") == "t1"]
         assert len(seqs) == len(set(seqs))  # none applied twice
