@@ -161,3 +161,80 @@ def test_a_commit_lost_with_its_connection_is_found_before_anything_is_answered(
     with psycopg.connect(url) as conn:
         count = conn.execute("SELECT count(*) FROM journal WHERE kind = 'link_applied'")
         assert count.fetchone() == (2,)
+
+
+def test_a_rebuild_longer_than_the_lease_keeps_it_and_no_one_else_can_take_it(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A controller that acquires the lease and then replays for longer than its term
+    renews it on the way (on a second connection): it can write when it is ready, and
+    a standby trying meanwhile finds it held. Without the renewal the lease lapsed
+    during the replay, the standby took it, and the two took it in turn for ever."""
+    from progressived.ledger import LeaseHeld
+    from progressived.link.core import journal
+    from progressived.link.store import recovery
+
+    params = link_params()
+    LinkLedger.create(postgres_url, params, at=AT, software="test")
+    writer = LinkLedger.open(postgres_url, params, holder="c1", lease_s=60)
+    t1 = SimTable("t1")
+    try:
+        for at in range(1, 41):
+            writer.commit([(deliver(params, writer.book, t1.contribute(1), at_ms=at), at)])
+        rows = writer.head.seq
+    finally:
+        writer.close()
+    replayed = journal.Replay.row
+
+    def slow_row(self: journal.Replay, kind: str, data: Any) -> Any:
+        threading.Event().wait(0.05)  # 40+ rows: a replay of 2 s or more, a 0.6 s term
+        return replayed(self, kind, data)
+
+    monkeypatch.setattr(journal.Replay, "row", slow_row)
+    monkeypatch.setattr(recovery, "TICK_ROWS", 5)
+    standby, _ = open_store(postgres_url, LINK, AT, "test", "existing")
+    refused: list[str] = []
+    done = threading.Event()
+
+    def try_to_take() -> None:
+        while not done.is_set():
+            try:
+                standby.acquire("c2", 0.6)
+                refused.append("acquired")
+                return
+            except LeaseHeld:
+                refused.append("held")
+            done.wait(0.1)
+
+    ledger = None
+    taker = threading.Thread(target=try_to_take)
+    try:
+        opened = threading.Event()
+        result: list[LinkLedger] = []
+
+        def open_slowly() -> None:
+            result.append(LinkLedger.open(postgres_url, params, holder="c3", lease_s=0.6))
+            opened.set()
+
+        opener = threading.Thread(target=open_slowly)
+        opener.start()
+        wait_for("c3's lease", lambda: (lease := standby.lease()) and lease.holder == "c3")
+        taker.start()
+        opener.join(60)
+        assert result, "the ledger did not open"
+        ledger = result[0]
+        assert ledger.recovery.seconds > 3 * 0.6  # the replay outlasted the term thrice
+        done.set()
+        taker.join(10)
+        assert refused and set(refused) == {"held"}, refused
+        monkeypatch.undo()
+        step = deliver(params, ledger.book, t1.contribute(1), at_ms=99)
+        ledger.commit([(step, 99)])  # its lease is still current: the write is not fenced
+        assert ledger.head.seq == rows + 1
+    finally:
+        done.set()
+        if taker.is_alive():
+            taker.join(10)
+        if ledger is not None:
+            ledger.close()
+        standby.close()

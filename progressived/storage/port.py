@@ -154,6 +154,12 @@ class LedgerStore(Protocol):
         """Extend a current lease by its term; :class:`Fenced` if it is no longer current."""
         ...
 
+    def renew_aside(self, lease: Lease) -> Lease:
+        """:meth:`renew` on a connection of its own: for a holder whose connection is busy
+        reading (rebuilding its state after acquiring), so that a rebuild longer than the
+        term does not lose the lease it was started under."""
+        ...
+
     def release(self, lease: Lease) -> None:
         """End a current lease now (its token stays used); nothing if it is not current."""
         ...

@@ -379,7 +379,16 @@ class PostgresStore:
         return Lease(holder, int(rows[0][0]), float(rows[0][1]), ttl_s)
 
     def renew(self, lease: Lease) -> Lease:
-        conn = self.connection()
+        return self._renew_on(self.connection(), lease)
+
+    def renew_aside(self, lease: Lease) -> Lease:
+        conn = self._connect()  # LedgerUnavailable when the server cannot be reached
+        try:
+            return self._renew_on(conn, lease)
+        finally:
+            conn.close()
+
+    def _renew_on(self, conn: psycopg.Connection[Any], lease: Lease) -> Lease:
         try:
             with conn.transaction():
                 expires = self._extend(conn.cursor(), lease)

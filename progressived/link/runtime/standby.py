@@ -98,7 +98,8 @@ async def take_lease(c: LinkController, *, first: bool = False) -> float:
         c.leadership.waiting(None)
         return c.leadership.poll_s(None)
     c.journal = journal
-    c.leadership.activated(lease_of(journal), started)
+    # The term runs from the last renewal, which a long rebuild made after the acquire.
+    c.leadership.activated(lease_of(journal), getattr(journal, "lease_started", started))
     c.lost = asyncio.Event()
     c.ledger_error = None
     c.unreachable_logged = c.lease_unrenewed = False  # a later outage is news again

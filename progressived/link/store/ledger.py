@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ class LinkLedger:
         self.snapshot_every = snapshot_every
         self.recovery = Recovery(0, 0, 0.0)
         self.lease: Lease | None = None  # carried by every write when held
+        self.lease_started = 0.0  # monotonic, just before the lease was last acquired/renewed
         self._since_snapshot = 0
         self._closed = False
         self._stale = False
@@ -148,6 +150,7 @@ class LinkLedger:
         )
         try:
             if holder is not None:
+                ledger.lease_started = time.monotonic()
                 ledger.lease = ledger.store.acquire(holder, lease_s)
             ledger._load()
             ledger._record_changes(at)
@@ -215,10 +218,19 @@ class LinkLedger:
 
     def _load(self) -> None:
         """Rebuild the book from the store (:func:`~progressived.link.store.recovery.recover`)."""
-        found = recover(self.store, self.snapshot_every)
+        found = recover(self.store, self.snapshot_every, self._keep_lease)
         self.book, self.head, self.recovery = found.book, found.head, found.recovery
         self._balances, self._recorded = found.balances, found.recorded
         self._since_snapshot = found.since_snapshot
+
+    def _keep_lease(self) -> None:
+        """During a rebuild: renew a held lease once a third of its term has passed (on a
+        connection of its own: this one is streaming the rows)."""
+        if self.lease is None or time.monotonic() - self.lease_started < self.lease.ttl_s / 3:
+            return
+        started = time.monotonic()
+        self.lease = self.store.renew_aside(self.lease)
+        self.lease_started = started
 
     def _record_changes(self, at: str) -> None:
         detail = journal.changed_detail(self._recorded, self.params)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -59,14 +60,31 @@ class ChainBroken(LedgerMismatch):
     """The hash chain breaks after the snapshot: no full replay would open the ledger."""
 
 
-def recover(store: LedgerStore, snapshot_every: int) -> Recovered:
+TICK_ROWS = 100
+"""Rows read between two calls of a rebuild's ``tick`` (a few milliseconds of work)."""
+_Row = TypeVar("_Row")
+
+
+def _ticking(rows: Iterable[_Row], tick: Callable[[], None]) -> Iterator[_Row]:
+    for count, row in enumerate(rows, start=1):
+        if count % TICK_ROWS == 0:
+            tick()
+        yield row
+
+
+def recover(
+    store: LedgerStore, snapshot_every: int, tick: Callable[[], None] = lambda: None
+) -> Recovered:
     """Rebuild the book: the latest usable snapshot and the rows after it, else every
-    row (the chain checked on the way, from the snapshot's row)."""
+    row (the chain checked on the way, from the snapshot's row). ``tick`` is called every
+    :data:`TICK_ROWS` rows read: a controller renews its lease there, so that a rebuild
+    longer than the lease's term does not end with the lease lost (and a standby, taking
+    it then, rebuilding as long and losing it in turn: nobody would ever serve)."""
     started = time.perf_counter()
     found, why = _snapshot(store)
     if found is not None:
         try:
-            return _replay(store, found, started, snapshot_every)
+            return _replay(store, found, started, snapshot_every, tick=tick)
         except ChainBroken:
             raise  # the rows are at fault, whatever the snapshot holds
         except LedgerMismatch as exc:  # the snapshot, or a row after it: see below
@@ -77,7 +95,7 @@ def recover(store: LedgerStore, snapshot_every: int) -> Recovered:
                 snapshot_seq=found[0],
                 why=why,
             )
-    return _replay(store, None, started, snapshot_every, why)
+    return _replay(store, None, started, snapshot_every, why, tick=tick)
 
 
 def _snapshot(store: LedgerStore) -> tuple[_Found | None, str]:
@@ -102,20 +120,26 @@ def _snapshot(store: LedgerStore) -> tuple[_Found | None, str]:
 
 
 def _replay(
-    store: LedgerStore, found: _Found | None, started: float, snapshot_every: int, why: str = ""
+    store: LedgerStore,
+    found: _Found | None,
+    started: float,
+    snapshot_every: int,
+    why: str = "",
+    *,
+    tick: Callable[[], None],
 ) -> Recovered:
     where = store.where
     since, since_hash, replay = found if found is not None else (0, chain.GENESIS, None)
     replay = replay or journal.Replay()
     walk = chain.Walk(since, since_hash)
-    for seq, _check, message in walk.breaks(store.chain_rows(since, NEVER)):
+    for seq, _check, message in walk.breaks(_ticking(store.chain_rows(since, NEVER), tick)):
         raise ChainBroken(
             f"ledger {where}: row {seq}: {message} (run `progressivectl ledger verify`)"
         )
     if walk.seq == 0:
         raise LedgerMissing(f"link ledger {where} has no rows: it was never initialised")
     replayed = 0
-    for seq, kind, data in store.rows(since):
+    for seq, kind, data in _ticking(store.rows(since), tick):
         replayed += 1
         wrong = replay.row(str(kind), json.loads(data))
         if wrong is not None:
