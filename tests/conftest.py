@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from progressived.testing.broker import Mosquitto
+
+# Tests send SIGINT to the commands they start and expect Ctrl-C's one line and status 130.
+# A shell without job control (a CI runner's, a script's `cmd &`) starts a background job
+# with SIGINT ignored, an ignored signal stays ignored across exec, and Python then installs
+# no KeyboardInterrupt at all: the commands would ignore the tests' Ctrl-C (found when the
+# suite ran in the background). The suite gives its children the terminal's default back.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Nothing in the suite judges a timing (docs/performance.md): Hypothesis's per-example
 # deadline and its "generation is slow" health check would, and fail on a loaded machine
