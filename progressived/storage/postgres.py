@@ -298,45 +298,44 @@ class PostgresStore:
         meta: Mapping[str, str] | None = None,
         fence: Lease | None = None,
     ) -> None:
-        """One transaction, its statements pipelined (few round trips); the fence last."""
+        """One transaction in two round trips: BEGIN, the rows and the fence pipelined, then
+        COMMIT once the fence's answer is in (so a fenced writer commits nothing)."""
         conn = self.connection()
         try:
-            with conn.transaction():
+            with conn.pipeline() as pipeline, conn.transaction():
                 cur = conn.cursor()
-                with conn.pipeline():
-                    if rows.journal:
-                        cur.executemany(ddl.INSERT_JOURNAL, rows.journal)
-                    if rows.postings:
-                        cur.executemany(ddl.INSERT_POSTINGS, rows.postings)
-                    if rows.balances:
-                        cur.executemany(ddl.UPSERT_BALANCES, rows.balances)
-                    if rows.keys:
-                        cur.executemany(ddl.INSERT_KEYS, rows.keys)
-                    if rows.snapshot is not None:
-                        cur.execute(ddl.INSERT_SNAPSHOT, rows.snapshot)
-                    if rows.outbox:
-                        raise LedgerError(f"ledger {self.where}: no outbox in a database ledger")
-                    if rows.journal:
-                        head = rows.head
-                        cur.executemany(
-                            ddl.SET_META, (("head_seq", str(head.seq)), ("head_hash", head.hash))
-                        )
-                    if meta:
-                        cur.executemany(ddl.SET_META, list(meta.items()))
+                if rows.journal:
+                    cur.executemany(ddl.INSERT_JOURNAL, rows.journal)
+                if rows.postings:
+                    cur.executemany(ddl.INSERT_POSTINGS, rows.postings)
+                if rows.balances:
+                    cur.executemany(ddl.UPSERT_BALANCES, rows.balances)
+                if rows.keys:
+                    cur.executemany(ddl.INSERT_KEYS, rows.keys)
+                if rows.snapshot is not None:
+                    cur.execute(ddl.INSERT_SNAPSHOT, rows.snapshot)
+                if rows.outbox:
+                    raise LedgerError(f"ledger {self.where}: no outbox in a database ledger")
+                settings = {"head_seq": str(rows.head.seq), "head_hash": rows.head.hash}
+                settings = {**(settings if rows.journal else {}), **(meta or {})}
+                if settings:
+                    cur.executemany(ddl.SET_META, list(settings.items()))
                 if fence is not None:
-                    self._extend(cur, fence)
+                    fenced = self._send_extend(conn.cursor(), fence)
+                    pipeline.sync()
+                    self._extended(fenced, fence)
         except psycopg.Error as exc:
             raise self._translate(exc) from None
 
     # ------------------------------------------------------------------ the lease
 
-    def _extend(self, cur: psycopg.Cursor[Any], lease: Lease) -> float:
+    def _send_extend(self, cur: psycopg.Cursor[Any], lease: Lease) -> psycopg.Cursor[Any]:
         """The fence: the lease must be current; extended by its term. In the caller's
-        transaction (a write's, or renew's own)."""
-        cur.execute(
-            ddl.EXTEND,
-            {"name": LEASE, "holder": lease.holder, "token": lease.token, "ttl": lease.ttl_s},
-        )
+        transaction (a write's, or renew's own); its answer read by :meth:`_extended`."""
+        args = {"name": LEASE, "holder": lease.holder, "token": lease.token, "ttl": lease.ttl_s}
+        return cur.execute(ddl.EXTEND, args)
+
+    def _extended(self, cur: psycopg.Cursor[Any], lease: Lease) -> float:
         row = cur.fetchone()
         if row is None:
             raise Fenced(
@@ -391,7 +390,8 @@ class PostgresStore:
     def _renew_on(self, conn: psycopg.Connection[Any], lease: Lease) -> Lease:
         try:
             with conn.transaction():
-                expires = self._extend(conn.cursor(), lease)
+                cur = conn.cursor()
+                expires = self._extended(self._send_extend(cur, lease), lease)
         except psycopg.Error as exc:
             raise self._translate(exc) from None
         return Lease(lease.holder, lease.token, expires, lease.ttl_s)
