@@ -56,6 +56,18 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         rows.append(("link controller RSS (max)", f"{rss:.1f} MiB", "<= 80 MB", rss <= 80))
         ratio = link["ledger"]["ratio"]
         rows.append(("link ledger / bare sqlite", f"{ratio:.2f}x", "<= 2x", ratio <= 2))
+    ha = r.get("link_ha")
+    if ha:
+        tput = ha["wagers_per_s"]
+        rows.append((f"HA link: wagers/s durable + acked ({ha['tables']} tables)", f"{tput:,}",
+                     ">= 5,000", tput >= 5_000))  # fmt: skip
+        ratio = ha["ledger_cost_ratio"]
+        rows.append(("HA link: ledger write / bare psycopg", f"{ratio:.2f}x", "<= 2x",
+                     ratio <= 2))  # fmt: skip
+        c99 = ha["claim_to_every_sign_ms"]["p99"]
+        rows.append(("HA link: claim -> every sign p99", f"{c99:.1f} ms", "<= 50 ms", c99 <= 50))
+        for holder, rss in ha["controller_rss_mb"].items():
+            rows.append((f"HA link: {holder} RSS (max)", f"{rss:.1f} MB", "<= 80 MB", rss <= 80))
     sign = r.get("websign")
     if sign:
         frame = sign["pixels"]["frame"]["p99_ms"]

@@ -26,7 +26,11 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
                 through the broker, durable and acknowledged (wagers/s over a minute); claim
                 -> every sign showing the hit (p99); the controller's RSS; and its ledger's
                 group commit against bare SQLite inserting the same rows (bench/link_ledger.py),
-                and in PostgreSQL against a bare psycopg insert of the same rows.
+                and in PostgreSQL against a bare psycopg insert of the same rows;
+* link-ha     — the HA link (bench/link_ha.py: 3 etcd, 3 Patroni/PostgreSQL synchronous and
+                strict, two brokers, two controllers): wagers/s from 50 tables, the ledger's
+                write against a bare psycopg insert, claim -> a sign on each broker, each
+                controller's RSS. Only where Patroni and etcd are installed; minutes.
 
 ``--quick`` uses tiny counts (a smoke run, well under a minute); the figures are then not
 comparable with the targets. ``--only a,b`` runs some sections.
@@ -57,7 +61,9 @@ from progressived.testing.broker import Mosquitto
 # This module is the runner (sections, counts, the command line); each section is measured by
 # its own module (bench/floor.py, latency.py, throughput.py, memory.py, startup.py), summarised
 # with bench/measure.py and judged against its target by bench/report.py.
-SECTIONS = ("floor", "latency", "throughput", "memory", "startup", "idle", "link", "websign")
+SECTIONS = (
+    "floor", "latency", "throughput", "memory", "startup", "idle", "link", "link-ha", "websign"
+)
 
 
 @dataclass(frozen=True)
@@ -73,13 +79,17 @@ class Counts:
     link_tables: int = 50
     link_seconds: float = 60.0
     link_claims: int = 200
+    ha_tables: int = 50
+    ha_seconds: float = 20.0
+    ha_claims: int = 20
     sign_updates: int = 200
     sign_pages: int = 50
 
 
 QUICK = Counts(
     floor=50, presses=36, wagers=5000, group=500, rounds=300, every=100, events=5000, idle_s=2.0,
-    link_tables=5, link_seconds=3.0, link_claims=10, sign_updates=20, sign_pages=3,
+    link_tables=5, link_seconds=3.0, link_claims=10, ha_tables=5, ha_seconds=3.0, ha_claims=3,
+    sign_updates=20, sign_pages=3,
 )
 
 
@@ -154,6 +164,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 result["link"]["ledger_postgres"] = bench_link_ledger_postgres(
                     messages=counts.wagers // 10, group=counts.group // 10
                 )
+        if "link-ha" in only:
+            from progressived.testing.ha import rig_available
+
+            if rig_available():
+                from bench.link_ha import measure as link_ha
+
+                section("link-ha")
+                result["link_ha"] = await link_ha(
+                    counts.ha_tables, counts.ha_seconds, counts.ha_claims, window=8
+                )
+            else:
+                print("link-ha: skipped (needs postgresql-15, patroni, etcd-server)")
         if "websign" in only:
             from bench.websign import measure as sign_memory
             from bench.websign_pixels import measure as sign_pixels

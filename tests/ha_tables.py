@@ -1,5 +1,5 @@
 """Protocol-level member tables for the HA link (tests/reliability/test_ha_chaos.py,
-tests/test_ha_link_rig.py): each a :class:`~tests.link_sim.SimTable` (gapless sequences,
+tests/reliability/test_ha_link_rig.py): each a :class:`~tests.link_sim.SimTable` (gapless sequences,
 heads, an outbox a message leaves only when its result comes) over its own MQTT session that
 moves to the next broker of ``[mqtt] hosts`` when its broker is lost, as the table daemon's
 session does. Every result received is recorded with the time it came.

@@ -5,7 +5,9 @@ Three layers, each checked against something independent:
 * the search (progressived.par.deck) against brute-force enumeration of concrete deals:
   its board description against boards dealt card by card, its packing against trying
   every combination of concrete hands;
-* the shipped table (progressived.engine.deck_table) against the search, re-run here;
+* the shipped table (progressived.engine.deck_table) against the search: re-run in the
+  reliability suite (tests/reliability/test_deck_search.py: the best-of-seven search takes
+  minutes);
 * the engine's key press against the issue's concrete examples, feasible sets with
   concrete deals, and a time budget.
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from functools import cache
 from itertools import combinations, permutations
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from progressived.config.paytables import Cards, PaytableError, load_all, load_p
 from progressived.core.params import TableParams
 from progressived.engine import KeyHand, Lock, Sensors, TableState, decide
 from progressived.engine.deck import CHAINS, Guard, guard_for, row_classes
-from progressived.engine.deck_table import IMPOSSIBLE, MAX_KEYED, UNIVERSE
+from progressived.engine.deck_table import MAX_KEYED, UNIVERSE
 from progressived.par import deck, deck_boards, five_card, holdem, three_card
 from progressived.par.cards import DECK, SUITS
 from tests.conftest import PAYTABLES
@@ -33,12 +34,6 @@ from tests.helpers import fresh, run, table
 
 SEVEN = Cards.BEST_OF_SEVEN
 FIVE = Cards.FIRST_FIVE
-
-
-@cache
-def all_boards(reading: Cards) -> list[deck_boards.Board]:
-    """The search's boards, built once for the tests that need them (seven: a minute)."""
-    return deck_boards.boards(reading)
 
 
 # ------------------------------------------------------------------ the engine
@@ -191,38 +186,6 @@ def test_the_chains_are_the_par_sheets() -> None:
         assert {c.id: c.chain for c in classes} == CHAINS[reading], reading
 
 
-# ------------------------------------------------------------------ the table against the search
-
-
-@pytest.mark.parametrize("reading", [Cards.THREE_CARD, FIVE, SEVEN])
-def test_the_shipped_table_is_what_the_search_finds(reading: Cards) -> None:
-    result = deck.minimal_impossible(reading, MAX_KEYED, all_boards(reading))
-    assert UNIVERSE[reading.value] == result.classes
-    found = tuple(
-        tuple((c, n) for c, n in zip(result.classes, v, strict=True) if n)
-        for v in result.impossible
-    )
-    assert IMPOSSIBLE[reading.value] == found
-    # every possible set found comes with a deal of concrete cards that really gives it
-    for vector, (index, packing) in result.witness.items():
-        board, seats = deck.deal(result.boards[index], packing)
-        assert Counter(cls for cls, _ in seats) == Counter(
-            {c: n for c, n in zip(result.classes, vector, strict=True) if n}
-        )
-        used = list(board) + [c for _, own in seats for c in own]
-        assert len(used) == len(set(used)) and all(0 <= c < DECK for c in used)
-        for cls, own in seats:
-            assert classify(reading, board, own) == cls, (board, own)
-
-
-def classify(reading: Cards, board: tuple[int, ...], own: tuple[int, ...]) -> str | None:
-    if reading is Cards.THREE_CARD:
-        return three_card.classify(own)
-    if reading is FIVE:
-        return deck_boards.classify_five(own, board)
-    return deck_boards.classify_seven(own, board[:3], board[3:])
-
-
 # ------------------------------------------------------------------ the search against brute force
 
 
@@ -291,31 +254,6 @@ def test_the_board_description_gives_exactly_the_concrete_hands(reading: Cards) 
         expanded = expand(described)
         for cls in universe:
             assert expanded[cls] == Counter(frozenset(p) for p in concrete[cls]), (cards, cls)
-
-
-def signature(reading: Cards, flop: tuple[int, ...], rest: tuple[int, ...]) -> tuple[object, ...]:
-    """What the search treats as one board: rank counts, the ranks of a suit holding three
-    or more, and (best of seven) whether the flop is three cards of a royal."""
-    cards = (*flop, *rest)
-    counts = tuple(sum(1 for c in cards if c // SUITS == r) for r in range(13))
-    suits = Counter(c % SUITS for c in cards)
-    flush = [s for s, n in suits.items() if n >= 3]
-    ranks = frozenset(c // SUITS for c in cards if flush and c % SUITS == flush[0])
-    royal = [
-        s for s in range(SUITS) if sum(1 for c in cards if c % SUITS == s and c // SUITS >= 8) == 3
-    ]
-    royal_flop = bool(royal) and all(c % SUITS == royal[0] and c // SUITS >= 8 for c in flop)
-    return counts, ranks, reading is SEVEN and royal_flop
-
-
-@pytest.mark.parametrize("reading", [FIVE, SEVEN])
-def test_the_search_visits_every_board(reading: Cards) -> None:
-    seen = {signature(reading, b.example[:3], b.example[3:]) for b in all_boards(reading)}
-    size = 3 if reading is FIVE else 5
-    for cards in sample_boards(size, 3000, 9):
-        for flop in (cards[:3], cards[2:5]) if size == 5 else (cards,):
-            rest = tuple(c for c in cards if c not in flop)
-            assert signature(reading, flop, rest) in seen, cards
 
 
 def brute_force(items: dict[str, list[tuple[int, ...]]], need: dict[str, int]) -> bool:

@@ -1,7 +1,7 @@
 """The configurations shipped for the replicated link database (config/ha/, docs/ha.md) say
 what the rig runs: the same synchronous settings and timings
 (progressived/testing/ha/settings.py), the same shape of Patroni file as the rig's nodes
-(which Patroni accepts: tests/test_ha_rig.py runs them), etcd's v2 API on, and three nodes
+(which Patroni accepts: tests/reliability/test_ha_rig.py runs them), etcd's v2 API on, and three nodes
 whose files differ only in their name and addresses."""
 
 from __future__ import annotations

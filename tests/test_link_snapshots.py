@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -152,31 +151,30 @@ def test_commits_write_a_snapshot_every_n_rows_and_open_replays_only_after_it(
     assert report.snapshots == len(rows) + 1
 
 
-def test_a_50000_row_link_ledger_opens_from_its_snapshot(tmp_path: Path) -> None:
-    """The figure the snapshots exist for: a long ledger opens replaying at most about
-    ``snapshot.EVERY`` rows, much faster than the full replay, to the very same book."""
+def test_a_long_link_ledger_opens_from_its_latest_snapshot(tmp_path: Path) -> None:
+    """What the snapshots exist for: a long ledger opens replaying only the rows after its
+    latest snapshot (at most about the interval), to the very same book as the full replay.
+    5,000 rows with a snapshot every 1,000 here (counts, not seconds: the seconds at the
+    shipped interval of 50,000 are measured figures, docs/link.md "Opening")."""
+    every = 1_000
     params = link_params(tables=10, keep_results=256)
     path = tmp_path / "link.db"
-    fill(path, params, 50_000, every=snapshot.EVERY)
-    assert len(snapshot_rows(path)) == 50_000 // snapshot.EVERY
+    fill(path, params, 5 * every, every=every)
+    assert len(snapshot_rows(path)) == 5
     bare = tmp_path / "bare.db"  # the same ledger without its snapshots
     shutil.copy(path, bare)
     c = untriggered(bare)
     c.execute("DELETE FROM snapshots")
     c.close()
-    started = time.perf_counter()
     with LinkLedger.open(bare, params) as full:
-        full_s = time.perf_counter() - started
         assert full.recovery.snapshot_seq == 0 and full.recovery.replayed == full.head.seq
         assert full.recovery.why_full == "the ledger has no snapshot"
         whole = exact(full)
-    started = time.perf_counter()
     with LinkLedger.open(path, params) as quick:
-        quick_s = time.perf_counter() - started
         assert quick.recovery.snapshot_seq == snapshot_rows(path)[-1]
-        assert quick.recovery.replayed < snapshot.EVERY + 100
+        assert quick.recovery.replayed < every + 100
+        assert quick.recovery.replayed * 4 < full.recovery.replayed
         assert exact(quick) == whole
-    assert quick_s < full_s / 3, (quick_s, full_s)
 
 
 def test_an_unreadable_snapshot_falls_back_to_an_older_one_then_to_every_row(

@@ -4,10 +4,11 @@ For a link ledger that must survive the loss of a machine: PostgreSQL replicates
 (synchronously, failed over by Patroni), and several link controllers can reach it, so the
 one writer is whoever holds the **lease** (:mod:`progressived.storage.port`), not a lock file.
 
-**Fencing.** Every write transaction ends, before COMMIT, with an ``UPDATE`` of the lease
-row that matches only this holder, this token and an unexpired lease (by the database's
-``clock_timestamp()``), and extends it; no row matched -> :class:`Fenced`, ROLLBACK,
-nothing stored. Why that is enough, at READ COMMITTED: the ``UPDATE`` takes the lease row's
+**Fencing.** Every write transaction ends with an ``UPDATE`` of the lease row that matches
+only this holder, this token and an unexpired lease (by the database's ``clock_timestamp()``),
+and extends it; COMMIT is sent only once its answer is in (BEGIN, the rows and the fence go
+in one pipelined round trip, COMMIT in a second); no row matched -> :class:`Fenced`,
+ROLLBACK, nothing stored. Why that is enough, at READ COMMITTED: the ``UPDATE`` takes the lease row's
 lock until our COMMIT, so an acquire (an ``UPDATE`` of the same row) waits for our commit and
 is ordered after it; and if an acquire committed first -- even one that committed after our
 transaction began -- our ``UPDATE`` re-reads the newest row version (PostgreSQL re-checks
@@ -261,11 +262,7 @@ class PostgresStore:
         return {str(a): int(u) for a, u in self._query("SELECT account, units FROM balances")}
 
     def snapshots(self, limit: int) -> list[tuple[int, str, str | None]]:
-        rows = self._query(
-            "SELECT s.seq, s.hash, j.hash FROM snapshots s LEFT JOIN journal j "
-            "ON j.seq = s.seq ORDER BY s.seq DESC LIMIT %s",
-            (limit,),
-        )
+        rows = self._query(ddl.SNAPSHOTS, (limit,))
         return [(int(s), str(h), None if j is None else str(j)) for s, h, j in rows]
 
     def snapshot_text(self, seq: int) -> str:
@@ -278,9 +275,7 @@ class PostgresStore:
         yield from self._stream(ddl.CHAIN_ROWS, (after, upto))
 
     def rows(self, after: int) -> Iterator[tuple[int, str, str]]:
-        yield from self._stream(
-            "SELECT seq, kind, data FROM journal WHERE seq > %s ORDER BY seq", (after,)
-        )
+        yield from self._stream(ddl.ROWS, (after,))
 
     def _stream(self, query: str, args: tuple[object, ...]) -> Iterator[Any]:
         try:

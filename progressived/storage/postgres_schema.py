@@ -101,6 +101,12 @@ SELECT seq, prev_hash, hash,
   coalesce(idem_key, '') || '|' || data
 FROM journal WHERE seq > %s AND seq <= %s ORDER BY seq"""
 
+SNAPSHOTS = (
+    "SELECT s.seq, s.hash, j.hash FROM snapshots s LEFT JOIN journal j "
+    "ON j.seq = s.seq ORDER BY s.seq DESC LIMIT %s"
+)
+ROWS = "SELECT seq, kind, data FROM journal WHERE seq > %s ORDER BY seq"
+
 INSERT_JOURNAL = (
     "INSERT INTO journal (seq, at, table_id, round, seat, kind, category, actor, idem_key, "
     "data, hash, prev_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"

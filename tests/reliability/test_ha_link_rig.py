@@ -23,7 +23,7 @@ from tests.ha_tables import StreamTable
 from tests.link_sim import METER, SimTable
 
 pytestmark = [
-    pytest.mark.e2e,
+    pytest.mark.reliability,
     pytest.mark.timeout(600),
     pytest.mark.skipif(not rig_available(), reason="needs postgresql-15, patroni, etcd-server"),
 ]

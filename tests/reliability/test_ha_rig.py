@@ -32,7 +32,9 @@ from progressived.testing.ha import DatabaseCluster, PatroniNode, database_clust
 from tests.test_storage_contract import AT, LINK, money, planned
 
 # ``healthy`` restarts the nodes a test killed: they belong to the module's cluster.
+# In the reliability suite (each test is a failover: about two minutes for the module).
 pytestmark = [
+    pytest.mark.reliability,
     pytest.mark.timeout(240),
     pytest.mark.processes_outlive("the module-scoped cluster's nodes, restarted"),
 ]
