@@ -14,6 +14,8 @@ Mosquitto with docs/link.md's ACL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -177,4 +179,39 @@ async def test_no_standby_keeps_exit_5_for_a_lease_held_by_another(pair: Pair) -
     )
     assert done.returncode == 5, done.stderr
     assert "is leased to 'ctl-a'" in done.stderr and done.stderr.count("\n") == 1
+    assert pair.a.stop() == 0
+
+
+def freeze(server: Server, how: signal.Signals) -> None:
+    """SIGSTOP / SIGCONT the whole PostgreSQL server (postmaster and every backend): a
+    machine frozen, its sockets open and answering nothing."""
+    pids = [server.postmaster_pid()]
+    children = Path(f"/proc/{pids[0]}/task/{pids[0]}/children")
+    pids += [int(p) for p in children.read_text().split()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, how)
+
+
+async def test_a_controller_whose_database_freezes_stands_down_within_its_lease(
+    pair: Pair, postgres_server: Server
+) -> None:
+    """A frozen primary never answers: the active controller's ledger thread waits in its
+    renewal (or a commit) for as long as the freeze lasts. It must stand down when its term
+    ends, not when the database wakes (before, its stand-down waited on that thread, and a
+    standby that had reached the same frozen server left the link unserved)."""
+    pair.a.start()
+    await pair.wait_role(pair.a, "active", 30)
+    freeze(postgres_server, signal.SIGSTOP)
+    try:
+
+        def stood_down() -> bool:
+            events = [line.get("event", "") for line in pair.a.log_lines()]
+            return "standby: this controller no longer serves the link" in events
+
+        await until(stood_down, LEASE_S + 15)
+        assert pair.a.status() is not None  # still running, as a standby, still answering
+    finally:
+        freeze(postgres_server, signal.SIGCONT)
+    await pair.wait_role(pair.a, "active", 60)  # the database back: it takes the lease again
     assert pair.a.stop() == 0

@@ -8,15 +8,16 @@ one writer is whoever holds the **lease** (:mod:`progressived.storage.port`), no
 only this holder, this token and an unexpired lease (by the database's ``clock_timestamp()``),
 and extends it; COMMIT is sent only once its answer is in (BEGIN, the rows and the fence go
 in one pipelined round trip, COMMIT in a second); no row matched -> :class:`Fenced`,
-ROLLBACK, nothing stored. Why that is enough, at READ COMMITTED: the ``UPDATE`` takes the lease row's
-lock until our COMMIT, so an acquire (an ``UPDATE`` of the same row) waits for our commit and
-is ordered after it; and if an acquire committed first -- even one that committed after our
-transaction began -- our ``UPDATE`` re-reads the newest row version (PostgreSQL re-checks
-the WHERE clause of an ``UPDATE`` on a concurrently updated row), sees the new token and
-matches nothing. So no write of an old holder commits after a new holder acquired. A
-holder that stops between that ``UPDATE`` and COMMIT (paused, cut off) would hold the row
-lock and keep the next holder waiting: the session's ``idle_in_transaction_session_timeout``
-(the lease's term) makes the server end such a transaction, rolled back.
+ROLLBACK, nothing stored. Why that is enough, at READ COMMITTED: the ``UPDATE`` takes the
+lease row's lock until our COMMIT, so an acquire (an ``UPDATE`` of the same row) waits for
+our commit and is ordered after it; and if an acquire committed first -- even one that
+committed after our transaction began -- our ``UPDATE`` re-reads the newest row version
+(PostgreSQL re-checks the WHERE clause of an ``UPDATE`` on a concurrently updated row), sees
+the new token and matches nothing. So no write of an old holder commits after a new holder
+acquired. A holder that stops between that ``UPDATE`` and COMMIT (paused, cut off) would
+hold the row lock and keep the next holder waiting: the session's
+``idle_in_transaction_session_timeout`` (the lease's term) makes the server end such a
+transaction, rolled back.
 
 **Durability.** The writer's session runs with ``synchronous_commit`` at least ``on`` (a
 server-wide ``off``, ``local`` or ``remote_write`` is raised to ``on``): COMMIT returns once

@@ -344,8 +344,25 @@ class LinkController:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self.journal is not None:
+        if self.journal is not None and drain:
             with contextlib.suppress(LedgerError):
                 await self.db(self.journal.close)
-            self.journal = None
+        elif self.journal is not None:
+            self._abandon_ledger_thread(self.journal)
+        self.journal = None
         log.info("stopped", link=self.params.link_id)
+
+    def _abandon_ledger_thread(self, journal: LinkJournal) -> None:
+        """The lease is lost: stand by on a fresh ledger thread. The old one may be stuck in
+        a commit to a primary that froze (a stopped server never answers, and its kernel
+        keeps the connection open), so nothing waits for it; it closes the old ledger
+        whenever that call returns (the close's release matches only this term's token)."""
+        old = self._executor
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="link-ledger")
+        old.submit(_close_quietly, journal)
+        old.shutdown(wait=False)
+
+
+def _close_quietly(journal: LinkJournal) -> None:
+    with contextlib.suppress(LedgerError):
+        journal.close()
