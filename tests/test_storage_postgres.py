@@ -238,3 +238,48 @@ def test_a_rebuild_longer_than_the_lease_keeps_it_and_no_one_else_can_take_it(
         if ledger is not None:
             ledger.close()
         standby.close()
+
+
+def test_a_rebuild_renews_on_one_second_connection_not_a_new_one_each_time(
+    postgres_url: str,
+) -> None:
+    """A host of the URL frozen (a primary SIGSTOPped: it takes connections and never
+    answers) costs each new connection a connect timeout. The rebuild's renewals use one
+    second connection, kept until the rebuild ends, so they pay it once; a new connection
+    per renewal paid it every time -- more than a third of a 5 s term -- and in the chaos
+    run a controller held the lease while its rebuild crawled, serving nobody."""
+    import socket
+
+    frozen = socket.socket()
+    frozen.bind(("127.0.0.1", 0))
+    frozen.listen(16)  # never accepted, never answered: as a stopped server's kernel does
+    port = frozen.getsockname()[1]
+    url = postgres_url.replace("@127.0.0.1:", f"@127.0.0.1:{port},127.0.0.1:", 1)
+    url += "&connect_timeout=1&target_session_attrs=read-write"
+    LinkLedger.create(postgres_url, link_params(), at=AT, software="test")
+    store, _ = open_store(url, LINK, AT, "test", "existing")
+    try:
+        lease = store.acquire("c1", 30)
+        for _ in range(3):
+            lease = store.renew_aside(lease)
+        # the frozen host: one attempt by the main connection, one by the renewals'
+        waiting = []
+        frozen.setblocking(False)
+        while True:
+            try:
+                waiting.append(frozen.accept()[0])
+            except BlockingIOError:
+                break
+        assert len(waiting) == 2, len(waiting)
+        store.renew(lease)  # the main connection renews again: the rebuild is over
+        with psycopg.connect(postgres_url) as conn:
+            sessions = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert sessions == (1,)  # the second connection was closed
+        for peer in waiting:
+            peer.close()
+    finally:
+        store.close()
+        frozen.close()

@@ -55,27 +55,12 @@ from progressived.storage.errors import (
 )
 from progressived.storage.location import shown
 from progressived.storage.port import LEASE, ChainRow, Lease, Writable
+from progressived.storage.postgres_states import is_unavailable
 
 GENESIS = "0" * 64
 CONNECT_TIMEOUT_S = 5
 LOCK_TIMEOUT = "5s"  # an acquire waiting on a holder's open transaction gives up (retry)
 STREAM_ROWS = 2000  # rows fetched per round trip when replaying
-
-# SQLSTATE classes and codes that mean "cannot write now" (retry later), not "bad data":
-# connection exceptions, insufficient resources (disk full), operator intervention (admin
-# shutdown, crash shutdown, cannot connect now, statement cancelled), a read-only standby
-# (after a failover), serialization and deadlock, lock not available, idle-transaction
-# timeout.
-_UNAVAILABLE_CLASSES = ("08", "53", "57", "40")
-_UNAVAILABLE_CODES = frozenset({"25006", "55P03", "25P03", "25P04"})
-
-
-def is_unavailable(exc: psycopg.Error) -> bool:
-    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not exc.sqlstate:
-        return True  # the connection is gone (no answer from the server at all)
-    state = exc.sqlstate or ""
-    return state[:2] in _UNAVAILABLE_CLASSES or state in _UNAVAILABLE_CODES
-
 
 class PostgresStore:
     """A ledger in a PostgreSQL database; one writer at a time, by the lease."""
@@ -87,6 +72,7 @@ class PostgresStore:
         self.where = shown(url)
         self._password = password
         self._conn: psycopg.Connection[Any] | None = None
+        self._aside: psycopg.Connection[Any] | None = None  # renew_aside's, during a rebuild
         self._lease_ttl_s = 0.0  # the session's idle-transaction timeout follows the lease
         # Who is connected, as pg_stat_activity shows it: the lease's holder and token once
         # acquired ("progressived ctl-a token 7"), so a DBA sees which writer is which.
@@ -247,6 +233,7 @@ class PostgresStore:
         if self.closed:
             return
         self.closed = True
+        self._end_aside()
         if self._conn is not None:
             self._conn.close()
 
@@ -296,6 +283,7 @@ class PostgresStore:
     ) -> None:
         """One transaction in two round trips: BEGIN, the rows and the fence pipelined, then
         COMMIT once the fence's answer is in (so a fenced writer commits nothing)."""
+        self._end_aside()  # writing on the main connection: the rebuild is over
         conn = self.connection()
         try:
             with conn.pipeline() as pipeline, conn.transaction():
@@ -374,14 +362,26 @@ class PostgresStore:
         return Lease(holder, int(rows[0][0]), float(rows[0][1]), ttl_s)
 
     def renew(self, lease: Lease) -> Lease:
+        self._end_aside()  # renewing on the main connection: the rebuild is over
         return self._renew_on(self.connection(), lease)
 
     def renew_aside(self, lease: Lease) -> Lease:
-        conn = self._connect()  # LedgerUnavailable when the server cannot be reached
+        """On a second connection, kept for the rebuild's later renewals: connecting anew
+        each time could cost a connect timeout per frozen host in the URL, more than a
+        third of the term, and the rebuild would crawl while the lease stayed held."""
+        if self._aside is None or self._aside.closed or self._aside.broken:
+            self._end_aside()
+            self._aside = self._connect()  # LedgerUnavailable when it cannot be reached
         try:
-            return self._renew_on(conn, lease)
-        finally:
-            conn.close()
+            return self._renew_on(self._aside, lease)
+        except LedgerError:
+            self._end_aside()
+            raise
+
+    def _end_aside(self) -> None:
+        if self._aside is not None:
+            self._aside.close()
+            self._aside = None
 
     def _renew_on(self, conn: psycopg.Connection[Any], lease: Lease) -> Lease:
         try:
