@@ -16,6 +16,8 @@ from progressived_drivers.board_link import BoardLink
 from progressived_drivers.board_sim import BoardSimulator
 from progressived_drivers.board_test import BoardTester, Report
 
+pytestmark = pytest.mark.e2e  # the board simulator and the board test as processes (pyproject.toml's markers)
+
 
 async def _run(faults: tuple[str, ...] = ()) -> Report:
     sim = BoardSimulator(seats=7, heartbeat_interval_s=0.5, faults=faults)

@@ -21,12 +21,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from bench.stress import demo_params
 from progressived.engine.core import evolve
 from progressived.engine.events import event_from_dict
 from progressived.engine.state import TableState
 from progressived.ledger import Ledger
 from progressived.ledger.verify import verify
+
+pytestmark = pytest.mark.e2e  # a ledger writer process SIGKILLed (pyproject.toml's markers)
 
 TABLE = "crash-1"
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_child_and_kill(
     db: Path, run: str, seed: int, rng: random.Random, *, while_opening: bool = False
 ) -> list[str]:
+
     """Start a writer, SIGKILL it after a random delay, return the lines it completed.
 
     ``while_opening``: the delay counts from the start (the kill may land while the file is

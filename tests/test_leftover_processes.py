@@ -6,9 +6,12 @@ from __future__ import annotations
 import subprocess
 
 import psutil
+import pytest
 
 from progressived.testing.waits import until_sync
 from tests.processes import become_subreaper, descendants, leftovers
+
+pytestmark = pytest.mark.e2e  # child processes left running on purpose (pyproject.toml's markers)
 
 
 def test_a_child_left_running_is_found_and_killed() -> None:

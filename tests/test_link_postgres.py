@@ -29,6 +29,8 @@ from tests.link_harness import TableClient
 from tests.test_link_acl import PASSWORDS, LinkBroker
 from tests.test_link_process import Link, contribution, result_for
 
+pytestmark = pytest.mark.e2e  # progressived and progressivectl as processes over a real server (pyproject.toml's markers)
+
 PROGRESSIVED = [sys.executable, "-m", "progressived.cli.daemon"]
 PROGRESSIVECTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
@@ -209,7 +211,6 @@ async def floor(
         broker.stop()
 
 
-@pytest.mark.e2e
 async def test_the_controller_serves_tables_from_a_database_and_survives_sigkill(
     floor: tuple[Link, LinkBroker], postgres_server: Server, postgres_url: str
 ) -> None:

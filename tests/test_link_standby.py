@@ -30,6 +30,8 @@ from tests.link_harness import TableClient, until
 from tests.link_standby_rig import LEASE_S, PROGRESSIVECTL, PROGRESSIVED, Outbox, Pair
 from tests.test_link_acl import PASSWORDS, LinkBroker
 
+pytestmark = pytest.mark.e2e  # two link controllers as processes (pyproject.toml's markers)
+
 # Takeover bound beyond lease_s: a standby polls every lease_s / 4 (at most 1 s), rebuilds
 # the book and connects; this machine is loaded by other test runs, hence the margin.
 TAKEOVER_BOUND_S = 5.0

@@ -23,6 +23,8 @@ from tests.link_sim import link_params
 from tests.test_cli_faults import config, one_line
 from tests.test_start_checks import init, link_config, listing
 
+pytestmark = pytest.mark.e2e  # the daemon, the link controller and their checks as processes (pyproject.toml's markers)
+
 OLD = "3.31.1"  # Ubuntu 20.04's SQLite: no STRICT tables
 
 

@@ -21,6 +21,8 @@ from progressived.testing.config import render_toml
 from tests.conftest import ROOT
 from tests.test_cli_faults import DAEMON, config, one_line, run
 
+pytestmark = pytest.mark.e2e  # the daemon and the link controller started as processes (pyproject.toml's markers)
+
 Listing = list[tuple[str, int, int]]
 
 
