@@ -24,8 +24,8 @@ from typing import Any
 import psycopg
 
 from progressived.link.core.messages import Result, encode
-from progressived.runtime.control import request
 from progressived.testing.config import render_toml
+from progressived.testing.ha.link import control_status
 from progressived.testing.postgres import Server
 from tests.link_harness import TableClient, until
 from tests.test_link_acl import PASSWORDS, LinkBroker
@@ -99,12 +99,7 @@ class Controller:
 
     def status(self) -> dict[str, Any] | None:
         """The control socket's status (None while it does not answer)."""
-        try:
-            answer = request(self.folder / "link.sock", {"action": "status"}, timeout=2)
-        except (OSError, ValueError):
-            return None
-        status = answer.get("status")
-        return status if isinstance(status, dict) else None
+        return control_status(self.folder / "link.sock")
 
     def role(self) -> str | None:
         status = self.status()

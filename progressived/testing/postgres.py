@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -80,14 +81,8 @@ class Server:
 
     def database(self, name: str | None = None) -> str:
         """A new empty database owned by the ``progressived`` role; its URL."""
-        name = name or f"t_{secrets.token_hex(6)}"
         with self.admin() as conn:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(name), sql.Identifier(ROLE)
-                )
-            )
-        return self.url(name)
+            return self.url(create_database(conn, name))
 
     def postmaster_pid(self) -> int:
         return int((self.data / "postmaster.pid").read_text().split()[0])
@@ -205,3 +200,13 @@ def server() -> Iterator[Server]:
         if srv is not None and (root / "data" / "postmaster.pid").exists():
             srv.stop("immediate")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(admin: psycopg.Connection[Any], name: str | None = None) -> str:
+    """Make a new empty database owned by the ``progressived`` role (a random name unless
+    given) over a superuser's connection; its name."""
+    name = name or f"t_{secrets.token_hex(6)}"
+    admin.execute(
+        sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(ROLE))
+    )
+    return name

@@ -26,7 +26,13 @@ from psycopg import sql
 from progressived.testing.ha.etcd import EtcdCluster
 from progressived.testing.ha.patroni import PatroniNode, Secrets
 from progressived.testing.ha.process import signal_all, stop_all, tree
-from progressived.testing.postgres import ROLE, PostgresUnavailable, _os_user, available
+from progressived.testing.postgres import (
+    ROLE,
+    PostgresUnavailable,
+    _os_user,
+    available,
+    create_database,
+)
 
 START_TIMEOUT_S = 120.0  # bootstrap and base backups on a loaded 2-core machine
 FAILOVER_TIMEOUT_S = 60.0
@@ -181,14 +187,8 @@ class DatabaseCluster:
 
     def database(self, name: str | None = None) -> str:
         """A new empty database owned by ``progressived`` on the primary; its URL."""
-        name = name or f"t_{secrets.token_hex(6)}"
         with self.admin() as conn:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(name), sql.Identifier(ROLE)
-                )
-            )
-        return self.url(name)
+            return self.url(create_database(conn, name))
 
     # ------------------------------------------------------------------ faults
 

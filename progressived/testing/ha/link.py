@@ -58,12 +58,7 @@ class LinkProcess:
         """The control socket's status; None while it does not answer (down, paused)."""
         if self.paused or not self.running():
             return None
-        try:
-            answer = request(self.folder / "link.sock", {"action": "status"}, timeout=2)
-        except (OSError, ValueError):
-            return None
-        status = answer.get("status")
-        return status if isinstance(status, dict) else None
+        return control_status(self.folder / "link.sock")
 
     def role(self) -> str | None:
         status = self.status()
@@ -278,3 +273,13 @@ def ha_link(
 
 
 __all__ = ["LINK", "METER", "SIGNS", "HaLink", "LinkProcess", "ha_link"]
+
+
+def control_status(socket: Path) -> dict[str, Any] | None:
+    """A controller's status over its control socket (None while it does not answer)."""
+    try:
+        answer = request(socket, {"action": "status"}, timeout=2)
+    except (OSError, ValueError):
+        return None
+    status = answer.get("status")
+    return status if isinstance(status, dict) else None
