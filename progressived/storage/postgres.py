@@ -300,8 +300,10 @@ class PostgresStore:
                     cur.execute(ddl.INSERT_SNAPSHOT, rows.snapshot)
                 if rows.outbox:
                     raise LedgerError(f"ledger {self.where}: no outbox in a database ledger")
-                settings = {"head_seq": str(rows.head.seq), "head_hash": rows.head.hash}
-                settings = {**(settings if rows.journal else {}), **(meta or {})}
+                settings = dict(meta or {})
+                if rows.journal:  # the new head, unless ``meta`` names it itself
+                    settings = {"head_seq": str(rows.head.seq), "head_hash": rows.head.hash,
+                                **settings}  # fmt: skip
                 if settings:
                     cur.executemany(ddl.SET_META, list(settings.items()))
                 if fence is not None:
@@ -366,9 +368,8 @@ class PostgresStore:
         return self._renew_on(self.connection(), lease)
 
     def renew_aside(self, lease: Lease) -> Lease:
-        """On a second connection, kept for the rebuild's later renewals: connecting anew
-        each time could cost a connect timeout per frozen host in the URL, more than a
-        third of the term, and the rebuild would crawl while the lease stayed held."""
+        """On a second connection kept for the rebuild's later renewals (a new one each time
+        pays a frozen host's connect timeout, more than a third of the term, each time)."""
         if self._aside is None or self._aside.closed or self._aside.broken:
             self._end_aside()
             self._aside = self._connect()  # LedgerUnavailable when it cannot be reached
