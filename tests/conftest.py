@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from progressived.testing.broker import Mosquitto
+from tests.budget import examples
 
 # Tests send SIGINT to the commands they start and expect Ctrl-C's one line and status 130.
 # A shell without job control (a CI runner's, a script's `cmd &`) starts a background job
@@ -22,8 +24,13 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # Nothing in the suite judges a timing (docs/performance.md): Hypothesis's per-example
 # deadline and its "generation is slow" health check would, and fail on a loaded machine
 # (parallel workers, other suites) for no fault of the code. Tests' own settings inherit this.
+# A property without a count of its own draws Hypothesis's default 100 at the thorough
+# count (tests/budget.py: a fifth of it in the default suite).
 settings.register_profile(
-    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "suite",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    max_examples=examples(100),
 )
 settings.load_profile("suite")
 
@@ -81,6 +88,23 @@ def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     left = leftovers(before)
     if left:
         pytest.fail("processes left running by this test (killed):\n" + "\n".join(left))
+
+
+# A test's id is in its node id, which pytest also puts in every child's environment
+# (PYTEST_CURRENT_TEST): the 200,000 brackets of a hostile payload spelled out there made a
+# session fixture's teardown fail with E2BIG ("Argument list too long") when it started
+# pg_ctl right after that test. A long text or bytes parameter is named by its head, its
+# length and a short digest instead.
+LONGEST_SHOWN = 48
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    if not isinstance(val, str | bytes) or len(val) <= LONGEST_SHOWN:
+        return None
+    raw = val if isinstance(val, bytes) else val.encode()
+    digest = hashlib.blake2s(raw, digest_size=3).hexdigest()
+    head = raw[:24].decode("ascii", "backslashreplace")
+    return f"{head}...{len(val)}-{digest}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -39,6 +39,7 @@ from progressived.engine import (
     initial_state,
 )
 from progressived.engine.commands import Command
+from tests.budget import examples
 from tests.conftest import PAYTABLES
 
 PAYTABLE_IDS = ["tcp-sd-1", "tcp-sd-2", "tcp-pa-5", "uth-01", "uth-02", "pmg-01", "pmg-02"]
@@ -223,7 +224,7 @@ class EngineMachine(RuleBasedStateMachine):
 
 
 EngineMachine.TestCase.settings = settings(
-    max_examples=200,
+    max_examples=examples(200),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -293,7 +294,7 @@ def _settle(params: TableParams, commands: list[Command]) -> tuple[object, ...]:
     reserve_rate=rates,
     data=st.data(),
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_split_shares_do_not_depend_on_when_the_supervisor_presses(
     paytable: str, rate: Fraction, reserve_rate: Fraction, data: st.DataObject
 ) -> None:

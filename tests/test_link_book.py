@@ -22,6 +22,7 @@ from progressived.link.core.messages import (
     encode,
 )
 from progressived.link.core.state import BookState, Step
+from tests.budget import examples
 from tests.link_sim import LINK_HEAD, METER, SEED, WAGER, SimTable, deliver, head_of, link_params
 
 MA, RA, PA = accounts.meter(METER), accounts.reserve(METER), accounts.pending(METER)
@@ -66,7 +67,7 @@ def _make(table: SimTable, op: str, arg: int) -> TableMessage:
     return table.contribute(1 + arg % 7)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_faulty_relay_counts_every_contribution_exactly_once(data: st.DataObject) -> None:
     """40 random relays here; the reliability suite runs thousands

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from progressived.link.core import messages as m
 from progressived.link.core.schemas import all_schemas, schema
+from tests.budget import examples
 
 ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,20}\Z")
 hashes = st.from_regex(r"\A[0-9a-f]{64}\Z")
@@ -89,7 +90,7 @@ def valid(payload: dict[str, Any]) -> bool:
     return VALIDATORS[kind].is_valid(payload)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(table_messages)
 def test_table_message_round_trips_and_matches_its_schema(message: m.TableMessage) -> None:
     raw = m.encode(message)
@@ -98,7 +99,7 @@ def test_table_message_round_trips_and_matches_its_schema(message: m.TableMessag
     assert valid(json.loads(raw))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(link_messages)
 def test_link_message_round_trips_and_matches_its_schema(message: object) -> None:
     raw = m.encode(message)
@@ -123,7 +124,7 @@ json_values = st.one_of(
 )
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(table_messages, st.data())
 def test_decoder_and_schema_agree_on_mutated_payloads(
     message: m.TableMessage, data: st.DataObject

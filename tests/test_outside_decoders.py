@@ -39,6 +39,7 @@ from progressived.signs.terminal import SignView
 from progressived.signs.web.model import Floor
 from progressived.testing.subscriber import Subscriber
 from tests import helpers
+from tests.budget import examples
 from tests.link_sim import LINK_HEAD, link_params
 
 # The codes each decoder documents (docs/link.md "Refusal codes", docs/operations.md "The
@@ -125,7 +126,7 @@ def hostile(test: Callable[..., None]) -> Callable[..., None]:
     """Run ``test`` on generated hostile payloads and the issue's own examples."""
     for raw in (DEEP_1500, DEEP_100K, DEEP_OBJECT, b"\xff\xfe\xfd", b"x" * 200_000):
         test = example(raw)(test)
-    return settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])(
+    return settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])(
         given(HOSTILE)(test)
     )
 

@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from progressived_drivers import protocol as p
 
+from tests.budget import examples
+
 BAD = ("crc_errors", "malformed", "oversized", "bad_version")
 
 
@@ -160,7 +162,7 @@ def test_seq_diff_wraps() -> None:
     assert p.seq_diff(100, 40000) == 100 - 40000 + 65536
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.binary(max_size=120), max_size=20), st.integers(0, 20))
 def test_random_bytes_never_raise_and_good_frames_survive(chunks: list[bytes], where: int) -> None:
     """Garbage anywhere: the decoder never raises and every intact frame comes through."""
@@ -192,7 +194,7 @@ def test_counters_account_for_every_rejected_chunk() -> None:
     assert decoder.counters["good_frames"] == 0
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(st.sampled_from(list(p.MsgType)), st.binary(max_size=p.MAX_PAYLOAD))
 def test_any_payload_with_a_good_crc_decodes_canonically_or_is_refused(
     msg_type: p.MsgType, payload: bytes

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from progressived.core import wirejson as w
+from tests.budget import examples
 
 BIG = 1 << 20
 
@@ -123,7 +124,7 @@ def nest(value: Any, levels: int) -> Any:
     return value
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(VALUES, st.integers(0, 40), st.booleans())
 def test_within_the_bounds_it_reads_what_the_standard_library_reads(
     value: Any, extra: int, ascii_only: bool
@@ -136,7 +137,7 @@ def test_within_the_bounds_it_reads_what_the_standard_library_reads(
         assert w.loads(text.encode(), max_bytes=BIG) == json.loads(text)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(VALUES, st.integers(0, 40), st.integers(0, 45))
 def test_the_depth_scan_is_exact_on_json(value: Any, extra: int, limit: int) -> None:
     value = nest(value, extra)
@@ -144,7 +145,7 @@ def test_the_depth_scan_is_exact_on_json(value: Any, extra: int, limit: int) -> 
     assert w.deeper_than(raw, limit) == (depth(value) > limit)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.binary(max_size=300)
     | st.text(max_size=100).map(lambda t: t.encode("utf-8", "surrogatepass"))
@@ -157,7 +158,7 @@ def test_any_bytes_give_a_value_or_a_code(raw: bytes) -> None:
         assert not any(isinstance(f, float) and not math.isfinite(f) for f in _leaves(value))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(-(2**70), 2**70) | st.integers(-(2**64), 2**64), st.booleans())
 def test_an_integer_is_read_exactly_within_the_bound_and_refused_beyond(
     n: int, in_list: bool
