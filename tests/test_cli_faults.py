@@ -23,6 +23,9 @@ from bench.stress import demo_params, drive
 from progressived.ledger import Ledger
 from progressived.testing.waits import until_sync
 
+# Every test starts the commands as processes: end to end, outside the day-to-day subset.
+pytestmark = pytest.mark.e2e
+
 DAEMON = [sys.executable, "-m", "progressived.cli.daemon"]
 CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 AT = "2026-11-23T12:00:00.000000Z"

@@ -64,6 +64,7 @@ def link_status(tmp: Path) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.e2e  # a real link controller under a four-second attack
 async def test_a_deep_array_once_a_second_neither_stops_the_link_nor_closes_a_table(
     floor: tuple[Link, LinkBroker],  # noqa: F811 (the fixture)
     tmp_path: Path,

@@ -149,6 +149,7 @@ def test_every_dependency_is_pinned_with_hashes_and_aiohttp_only_for_the_web_sig
     assert "psycopg" not in core and "psycopg" in pins(REQUIREMENTS / "postgres.txt")
 
 
+@pytest.mark.e2e  # uv resolves against the package index (network), twice
 def test_the_requirements_files_are_what_requirements_compile_makes(tmp_path: Path) -> None:
     """Rerun on a copy: an unchanged pyproject.toml gives byte-identical files, so a
     dependency added, dropped or re-specified without regenerating them fails here."""
