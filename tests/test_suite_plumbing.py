@@ -10,7 +10,12 @@ on every worker, two minutes of CPU each time. This fails if the grouping is los
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+
+from tests.budget import PROPERTY_MODULES
 
 pytestmark = pytest.mark.xdist_group("suite-groups")
 
@@ -29,3 +34,18 @@ def test_no_node_id_is_long_enough_to_break_a_childs_environment(
     parameters are shortened (tests/conftest.py); a few hundred characters is plenty."""
     longest = max(request.session.items, key=lambda item: len(item.nodeid))
     assert len(longest.nodeid) <= 400, longest.nodeid[:200]
+
+
+def test_every_property_module_is_run_again_at_its_full_counts() -> None:
+    """A module with Hypothesis properties draws a fifth of its examples here; it must be
+    in the list `.ci/reliability` runs at the full counts, or nothing ever draws them."""
+    tests = Path(__file__).parent
+    using = {
+        f"tests/{path.name}"
+        for path in tests.glob("test_*.py")
+        if re.search(r"^from hypothesis import", path.read_text(), re.MULTILINE)
+    }
+    assert using == set(PROPERTY_MODULES)
+    assert (
+        "tests.budget import PROPERTY_MODULES" in (tests.parent / ".ci" / "reliability").read_text()
+    )
