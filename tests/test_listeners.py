@@ -132,6 +132,38 @@ async def test_stop_removes_only_its_own_socket(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+async def test_a_refused_client_that_sends_late_reads_why_not_a_broken_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A peer outside the group is refused; the daemon reads its request first. Answering
+    and closing before it was read made a client that sent a moment later fail its send
+    with a broken pipe (seen in the suite as `progressivectl` run as nobody)."""
+    path = tmp_path / "control.sock"
+    refused: list[str] = []
+
+    async def on_refused(peer: Peer, why: str) -> None:
+        refused.append(why)
+
+    server = ControlServer(path, None, _answer, on_refused)
+    monkeypatch.setattr(server, "authorized", lambda peer: False)
+    await server.start()
+
+    def late_client() -> str:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(path))
+            time.sleep(0.3)  # the client is slow to send; the daemon has had time to answer
+            sock.sendall(b'{"action": "status"}\n')  # a broken pipe here, before the fix
+            return sock.makefile("rb").readline().decode()
+
+    try:
+        answer = json.loads(await asyncio.to_thread(late_client))
+    finally:
+        await server.stop()
+    assert answer["ok"] is False and "permission denied" in answer["error"], answer
+    assert len(refused) == 1
+
+
 async def test_a_file_that_is_not_a_socket_is_never_removed(tmp_path: Path) -> None:
     path = tmp_path / "control.sock"
     path.write_text("an operator's notes\n")

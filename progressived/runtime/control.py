@@ -174,6 +174,11 @@ class ControlServer:
             peer = peer_of(writer.get_extra_info("socket"))
             if not self.authorized(peer):
                 why = f"uid {peer.uid} is not in group {self.group or '(none configured)'}"
+                # Its request is read first (bounded as any): a refusal written and the
+                # socket closed before the client has sent made its send fail with a broken
+                # pipe instead of reading why.
+                with contextlib.suppress(WireError):
+                    await read_request(reader)
                 log.warning("control refused", pid=peer.pid, uid=peer.uid, reason=why)
                 if self.on_refused is not None:
                     await self.on_refused(peer, why)
@@ -235,7 +240,10 @@ def request(path: Path, payload: Mapping[str, Any], timeout: float = 30.0) -> di
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(str(path))
-        sock.sendall(json.dumps(payload).encode() + b"\n")
+        # A daemon that refuses may answer and close before reading: its answer is still
+        # there to read after a broken pipe.
+        with contextlib.suppress(BrokenPipeError):
+            sock.sendall(json.dumps(payload).encode() + b"\n")
         data = bytearray()
         while not data.endswith(b"\n") and len(data) <= MAX_ANSWER:
             chunk = sock.recv(65536)
