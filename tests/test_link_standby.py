@@ -14,8 +14,6 @@ Mosquitto with docs/link.md's ACL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from progressived.testing.ha.process import signal_all, tree
 from progressived.testing.postgres import Server
 from tests.link_harness import TableClient, until
 from tests.link_standby_rig import LEASE_S, PROGRESSIVECTL, PROGRESSIVED, Outbox, Pair
@@ -187,12 +186,7 @@ async def test_no_standby_keeps_exit_5_for_a_lease_held_by_another(pair: Pair) -
 def freeze(server: Server, how: signal.Signals) -> None:
     """SIGSTOP / SIGCONT the whole PostgreSQL server (postmaster and every backend): a
     machine frozen, its sockets open and answering nothing."""
-    pids = [server.postmaster_pid()]
-    children = Path(f"/proc/{pids[0]}/task/{pids[0]}/children")
-    pids += [int(p) for p in children.read_text().split()]
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, how)
+    signal_all(tree(server.postmaster_pid()), how)
 
 
 async def test_a_controller_whose_database_freezes_stands_down_within_its_lease(

@@ -258,12 +258,12 @@ def test_a_rebuild_renews_on_one_second_connection_not_a_new_one_each_time(
     url += "&connect_timeout=1&target_session_attrs=read-write"
     LinkLedger.create(postgres_url, link_params(), at=AT, software="test")
     store, _ = open_store(url, LINK, AT, "test", "existing")
+    waiting: list[socket.socket] = []
     try:
         lease = store.acquire("c1", 30)
         for _ in range(3):
             lease = store.renew_aside(lease)
         # the frozen host: one attempt by the main connection, one by the renewals'
-        waiting = []
         frozen.setblocking(False)
         while True:
             try:
@@ -278,8 +278,8 @@ def test_a_rebuild_renews_on_one_second_connection_not_a_new_one_each_time(
                 "AND pid <> pg_backend_pid()"
             ).fetchone()
         assert sessions == (1,)  # the second connection was closed
-        for peer in waiting:
-            peer.close()
     finally:
         store.close()
+        for peer in [*waiting, frozen]:
+            peer.close()
         frozen.close()

@@ -300,10 +300,9 @@ class PostgresStore:
                     cur.execute(ddl.INSERT_SNAPSHOT, rows.snapshot)
                 if rows.outbox:
                     raise LedgerError(f"ledger {self.where}: no outbox in a database ledger")
-                settings = dict(meta or {})
-                if rows.journal:  # the new head, unless ``meta`` names it itself
-                    settings = {"head_seq": str(rows.head.seq), "head_hash": rows.head.hash,
-                                **settings}  # fmt: skip
+                # the new head (with journal rows), unless ``meta`` names it itself
+                head = {"head_seq": str(rows.head.seq), "head_hash": rows.head.hash}
+                settings = {**(head if rows.journal else {}), **(meta or {})}
                 if settings:
                     cur.executemany(ddl.SET_META, list(settings.items()))
                 if fence is not None:
