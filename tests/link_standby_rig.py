@@ -90,12 +90,13 @@ class Controller:
 
     def start(self, *extra: str) -> None:
         self.runs += 1
-        log = (self.folder / f"link-{self.runs}.log").open("wb")
-        self.proc = subprocess.Popen(
-            [*PROGRESSIVED, "link", "--config", str(self.config), *extra],
-            stdout=log,
-            stderr=log,
-        )
+        # The child writes its own copy of the descriptor; the rig's is closed at once.
+        with (self.folder / f"link-{self.runs}.log").open("wb") as log:
+            self.proc = subprocess.Popen(
+                [*PROGRESSIVED, "link", "--config", str(self.config), *extra],
+                stdout=log,
+                stderr=log,
+            )
 
     def status(self) -> dict[str, Any] | None:
         """The control socket's status (None while it does not answer)."""
