@@ -66,13 +66,19 @@ def new_store(db: DatabaseCluster) -> tuple[PostgresStore, str]:
     return store, url
 
 
-def rows_on(node: PatroniNode, url: str) -> tuple[int, str]:
-    """The ledger's head read on ``node`` itself (a standby answers read-only)."""
+def rows_on(node: PatroniNode, url: str) -> tuple[int, str] | None:
+    """The ledger's head read on ``node`` itself (a standby answers read-only); None while
+    the node does not take connections. A rejoining old primary is restarted by its Patroni
+    (demoted, rewound, started as a replica) and may refuse with "the database system is
+    shutting down" even after the cluster looked healthy once (seen in CI's short run)."""
     database = conninfo.conninfo_to_dict(url)["dbname"]
-    with psycopg.connect(
-        host=str(node.sockets), port=node.pg_port, user="postgres", dbname=database
-    ) as conn:
-        row = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+    try:
+        with psycopg.connect(
+            host=str(node.sockets), port=node.pg_port, user="postgres", dbname=database
+        ) as conn:
+            row = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+    except psycopg.OperationalError:
+        return None
     return (0, chain.GENESIS) if row is None else (int(row[0]), str(row[1]))
 
 
