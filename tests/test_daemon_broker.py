@@ -212,7 +212,7 @@ async def test_a_wrong_password_is_not_authorised_said_once_and_retried(
         )
         shown = ctl_status(t)
         assert "broker: DISCONNECTED (not authorised)" in shown, shown
-        assert "health: broker refused the login: not authorised" in shown, shown
+        assert "health: degraded: broker refused the login: not authorised" in shown, shown
         said = [e for e in entries(t.log_text()) if "broker refused the login" in e["event"]]
         assert len(said) == 1, said
         assert said[0]["level"] == "error" and said[0]["username"] == TABLE
@@ -239,7 +239,7 @@ async def test_refused_publishes_are_counted_unhealthy_and_lose_nothing(
         s = status(t)
         assert s["broker"]["connected"] and s["broker"]["denied"], s["broker"]
         assert s["healthy"] is False and s["health"].startswith(
-            f"broker refused publishing on progressive/table/{TABLE}/"
+            f"degraded: broker refused publishing on progressive/table/{TABLE}/"
         )
         assert metric(port, "progressive_healthy") == 0
         assert "REFUSES publishing on" in ctl_status(t)

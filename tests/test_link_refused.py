@@ -119,8 +119,11 @@ async def test_a_meter_the_link_does_not_have_closes_the_linked_meter_until_open
             "code": "unknown-meter",
             "reason": "link link-a has no meter main",
         }
-        assert shown["healthy"] is True  # the watchdog: a restart would not cure it
+        # Degraded: not healthy for monitoring, but the watchdog pings (a restart would not
+        # cure it).
+        assert shown["healthy"] is False
         assert shown["health"].startswith("degraded: the linked progressive is closed")
+        assert t.proc is not None and t.proc.poll() is None
         assert REFUSED in shown["closed"] and shown["meters"]["main"]["state"] == "closed"
         got = await asyncio.to_thread(link_metrics, port)
         assert got["progressive_link_refused"] == 1 and got["progressive_link_closed"] == 1
@@ -200,4 +203,11 @@ async def test_a_conflict_that_resending_cannot_cure_closes_it_and_the_message_w
         assert journal(t, "link_result") == [] and not outbox_empty(t)  # not final
         shown = await asyncio.to_thread(status, t)
         assert shown["link"]["refused"]["code"] == "conflict" and shown["link"]["closed"]
+        # Its own advice: the ledgers disagree, no configuration to fix (docs/link.md).
+        assert shown["health"].startswith("degraded: the linked progressive is closed")
+        assert "the table's ledger and the link's record of it disagree" in shown["health"]
+        assert "progressivectl link reconcile" in shown["health"]
+        assert "fix the configuration" not in shown["health"]
+        text = await asyncio.to_thread(ctl_status, t)
+        assert "fix the configuration" not in text and "link reconcile" in text, text
         assert t.log_text().count("resending cannot help") == 1

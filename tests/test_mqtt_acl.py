@@ -327,7 +327,9 @@ async def test_a_controller_the_acl_does_not_match_keeps_its_outbox_and_is_unhea
                 await asyncio.sleep(0.02)
         ok, why = assess(health, WatchdogSection())
         assert publisher.session.connected
-        assert not ok and why.startswith("broker refused publishing on progressive/table/tcp-09/")
+        assert not ok and why.startswith(
+            "degraded: broker refused publishing on progressive/table/tcp-09/"
+        )
         assert check_health(health, WatchdogSection()) == (True, "ok")  # no restart for it
         assert [r.id for r in outbox.rows] == [1, 2] and outbox.acked == []
 

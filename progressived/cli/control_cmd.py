@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from progressived.core.money import UNITS_PER_CENT, display
+from progressived.daemon.link_refusal import advice
 from progressived.runtime.control import request
 
 DEFAULT_SOCKET = Path("/run/progressived/control.sock")
@@ -172,7 +173,7 @@ def _render_table_link(link: dict[str, Any]) -> list[str]:
         words = f": {refused['reason']}" if refused["reason"] else ""
         lines.append(
             f"  the linked progressive is CLOSED at this table: the link refused it "
-            f"({refused['code']}{words}); fix the configuration, then progressivectl open"
+            f"({refused['code']}{words}); {advice(refused['code'])}"
         )
     elif link["closed"]:
         lines.append("  the linked progressive is CLOSED at this table (link-down)")

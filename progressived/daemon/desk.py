@@ -9,7 +9,7 @@ import structlog
 
 from progressived.board.driver import BoardDriver
 from progressived.daemon.board_input import BoardInput
-from progressived.daemon.health import Health, assess, degraded
+from progressived.daemon.health import Health, assess
 from progressived.daemon.journal import Journal
 from progressived.daemon.port import (
     DeskStatus,
@@ -51,9 +51,7 @@ class DaemonDesk:
 
     def status(self) -> DeskStatus:
         j, h = self._journal.current, self._health
-        ok, why = assess(h, j.config.watchdog)
-        if ok and (problem := degraded(j.state.closed)):
-            why = problem  # healthy for the watchdog, but an operator must act
+        ok, why = assess(h, j.config.watchdog, j.state.closed)
         broker = h.broker
         return DeskStatus(
             table_id=j.params.table_id,

@@ -52,6 +52,27 @@ def closure_reason(code: str) -> str:
     return f"{LINK_REFUSED}{code}"
 
 
+LEDGERS_DISAGREE = frozenset({"conflict", "head-regressed"})
+
+
+def advice(code: str) -> str:
+    """What an operator does about a closing refusal ``code`` (docs/link.md, "Refusal
+    codes"; docs/operations.md, "Troubleshooting").
+
+    ``conflict`` and ``head-regressed`` are not a configuration to fix: the table's ledger
+    and the link's record of it disagree (a ledger restored from an older copy, or replaced
+    under the running daemon), and opening the table would only be refused again.
+    """
+    if code in LEDGERS_DISAGREE:
+        return (
+            "the table's ledger and the link's record of it disagree (a ledger restored from "
+            "an older copy, or replaced): keep the table closed, put back the ledger the "
+            "daemon wrote last if it was replaced, compare the ledgers with progressivectl "
+            "link reconcile, then progressivectl open"
+        )
+    return "fix the configuration, then progressivectl open"
+
+
 def refused_code(closed: frozenset[str]) -> str | None:
     """The code of the link refusal that closes the linked progressive, or ``None``."""
     found = sorted(r for r in closed if r.startswith(LINK_REFUSED))
@@ -79,8 +100,7 @@ class RefusalLog:
         self._said[key] = now
         what = (
             "the link refused a message and resending cannot help: the linked progressive "
-            "is closed at this table until the configuration is fixed and an operator opens "
-            "it (progressivectl open)"
+            f"is closed at this table; {advice(result.code)}"
             if closing
             else "the link refused a message without consuming its sequence: the table's "
             "ledger and the link's disagree; reconcile them"

@@ -21,7 +21,7 @@ from progressived.config.drivers import load_driver_factory
 from progressived.daemon.assembly import OpenTable, Surroundings, assemble
 from progressived.daemon.board_input import BOARD_OFFLINE, BoardInput
 from progressived.daemon.desk import DaemonDesk
-from progressived.daemon.health import Health
+from progressived.daemon.health import BrokerDownSince, Health, assess, unit_status
 from progressived.daemon.journal import Journal
 from progressived.daemon.ledger_executor import LedgerExecutor
 from progressived.daemon.operator import OperatorDesk
@@ -78,7 +78,8 @@ class Controller:
         # the sign publisher and the link client share it, and the health reads it.
         table_id = config.params.table_id
         self.session = MqttSession(
-            config.mqtt.broker_options(f"progressived-{table_id}"), observers=[LoggedSession()]
+            config.mqtt.broker_options(f"progressived-{table_id}"),
+            observers=[LoggedSession(), BrokerDownSince(self.health, clock)],
         )
         self.health.broker = self.session
         self._config = config
@@ -260,7 +261,9 @@ class Controller:
         await control.start()
         self._notify("ready", {})
         loop.create_task(self._seed_hits(), name="seed-hits").add_done_callback(log_task_error)
-        self.notifier.ready(f"table {cfg.params.table_id} running")
+        # Degraded already (a broker down at the start): the status line says so from READY.
+        ok, why = assess(self.health, table.current.config.watchdog, table.current.state.closed)
+        self.notifier.ready(unit_status(ok, why, healthy=f"table {cfg.params.table_id} running"))
         await self.lifecycle.stop.wait()
         self.notifier.stopping()
         await self.shutdown(ending, cancelled)

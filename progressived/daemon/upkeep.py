@@ -10,7 +10,13 @@ import structlog
 
 from progressived.board.driver import BoardDriver
 from progressived.daemon.current import CurrentTable
-from progressived.daemon.health import Health, assess, check_health
+from progressived.daemon.health import (
+    Health,
+    assess,
+    check_health,
+    ledger_file_words,
+    unit_status,
+)
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.port import LinkStatus
@@ -22,12 +28,15 @@ log = structlog.get_logger("progressived")
 
 async def housekeeping(writer: LedgerWriter, health: Health) -> None:
     """Checkpoint the WAL when idle; retry an unavailable ledger every ``[ledger] retry_s``;
-    beat for the watchdog every second."""
+    notice a ledger file deleted or replaced under the daemon; beat for the watchdog every
+    second."""
     last_retry = float("-inf")
     while True:
         await asyncio.sleep(1.0)
         health.loop_beat = now = time.monotonic()
         config = writer.current.config
+        if check_ledger_file(writer, health):
+            continue  # no retry, no checkpoint: the file at the path is not this one
         if not health.ledger_ok:
             if now - last_retry >= config.ledger.retry_s:
                 last_retry = now
@@ -37,19 +46,41 @@ async def housekeeping(writer: LedgerWriter, health: Health) -> None:
         await writer.checkpoint_if_idle(config.ledger.checkpoint_idle_s)
 
 
+def check_ledger_file(writer: LedgerWriter, health: Health) -> bool:
+    """Whether the ledger's path no longer names the open file (deleted, moved or replaced
+    under the daemon). On the change, close the progressive (as an unavailable ledger does:
+    no wager is taken into a file nobody will see) and say so; when the path names the
+    open file again, the usual retry reopens the progressive."""
+    problem = writer.current.ledger.file_problem() or ""
+    if problem == health.ledger_file:
+        return bool(problem)
+    health.ledger_file = problem
+    if problem:
+        words = ledger_file_words(problem)
+        log.error("ledger file gone: the progressive is closed", reason=words)
+        health.ledger_ok = False
+        health.last_error = words
+    else:
+        log.info("ledger file back at its path", path=str(writer.current.config.ledger.path))
+    writer.observers.changed()
+    return bool(problem)
+
+
 async def watchdog(current: CurrentTable, health: Health, notifier: Notifier) -> None:
-    """Log each change of health (the ``health`` line, docs/operations.md "The watchdog");
-    under a systemd watchdog also set the unit's status and ping only while healthy."""
+    """Log each change of health (the ``health`` line, docs/operations.md "Health") and set
+    the unit's status line to it; under a systemd watchdog ping only while the watchdog's
+    rule holds (a degraded table is pinged: a restart would not help)."""
     interval = notifier.watchdog_interval_s
-    was_ok = True
+    said = (True, "ok")
     while True:
-        ok, why = check_health(health, current.config.watchdog)
-        if ok and interval is not None:
+        config = current.config.watchdog
+        if check_health(health, config)[0] and interval is not None:
             notifier.watchdog()
-        if ok != was_ok:
-            notifier.status("healthy" if ok else f"unhealthy: {why}")
+        ok, why = assess(health, config, current.state.closed)
+        if (ok, why) != said:
+            notifier.status(unit_status(ok, why))
             (log.info if ok else log.error)("health", healthy=ok, reason=why)
-            was_ok = ok
+            said = (ok, why)
         await asyncio.sleep(1.0 if interval is None else min(interval, 1.0))
 
 
@@ -99,7 +130,7 @@ class MetricsView:
 
     def health(self) -> Sequence[tuple[str, str, bool]]:
         h = self._health
-        ok, _ = assess(h, self.current.config.watchdog)
+        ok, _ = assess(h, self.current.config.watchdog, self.current.state.closed)
         return [
             ("board_online", "The sensor board is online.", h.board_online),
             ("broker_connected", "Connected to the MQTT broker.", h.broker_connected),
@@ -111,8 +142,9 @@ class MetricsView:
             ),
             (
                 "healthy",
-                "Healthy: the watchdog's rule (ledger, event loop, board) holds and the "
-                "broker accepts the table's login and publishes.",
+                "Healthy: the watchdog's rule (ledger, event loop, board) holds and nothing "
+                "degrades the table (broker unreachable or refusing, linked progressive "
+                "closed, ledger file deleted or replaced).",
                 ok,
             ),
         ]

@@ -108,6 +108,11 @@ class LedgerHandle:
         except sqlite3.Error as exc:
             raise translate(exc, self._path) from None
 
+    def file_problem(self) -> str | None:
+        """Why the ledger's path no longer names the open file (deleted or replaced under
+        the running process), or ``None``."""
+        return self._store.file_problem()
+
     def close(self) -> None:
         self._store.close()
 

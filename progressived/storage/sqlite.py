@@ -118,6 +118,15 @@ def check_presence(path: Path, presence: str) -> None:
         )
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at ``path``, or None if nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def lock(path: Path) -> int:
     """Take the one-writer lock ``PATH.lock`` (released by the kernel if the process dies)."""
     lock_path = path.with_name(path.name + ".lock")
@@ -149,6 +158,7 @@ class SqliteStore:
         self.conn = conn
         self._lock_fd = lock_fd
         self.closed = False
+        self._identity = file_identity(path)  # the file this connection opened
 
     @classmethod
     def open(cls, path: Path, presence: str = "any") -> SqliteStore:
@@ -196,6 +206,23 @@ class SqliteStore:
         finally:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
+
+    def file_problem(self) -> str | None:
+        """Why the path no longer names the file this store has open (``None`` while it
+        does): deleted, moved away or replaced (another inode) under the running process.
+
+        Writes then go on into a file nobody will see again once this process ends (an
+        unlinked inode), or beside the one a restart would open; the caller stops taking
+        wagers and says so (docs/operations.md, "Troubleshooting").
+        """
+        if self._identity is None:
+            return None
+        now = file_identity(self.path)
+        if now is None:
+            return f"ledger file {self.path} was deleted (or moved) under the running process"
+        if now != self._identity:
+            return f"ledger file {self.path} was replaced (another file) under the running process"
+        return None
 
     def check_open(self) -> None:
         if self.closed:

@@ -62,7 +62,8 @@ def init_ledger(config: Path, operator: str = "test-harness") -> None:
 
 
 class NotifySocket:
-    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET; notes ``READY=1``."""
+    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET; notes ``READY=1`` and
+    each ``STATUS=`` line (the unit's status, as ``systemctl status`` shows it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -70,13 +71,24 @@ class NotifySocket:
         self.sock.bind(str(path))
         self.sock.setblocking(False)
         self.ready_at: float | None = None
+        self.statuses: list[str] = []
 
     def poll(self) -> None:
         with contextlib.suppress(BlockingIOError):
             while True:
-                data = self.sock.recv(4096)
-                if self.ready_at is None and b"READY=1" in data.split(b"\n"):
+                lines = self.sock.recv(65536).split(b"\n")
+                if self.ready_at is None and b"READY=1" in lines:
                     self.ready_at = time.perf_counter()
+                self.statuses += [
+                    line.removeprefix(b"STATUS=").decode("utf-8", "replace")
+                    for line in lines
+                    if line.startswith(b"STATUS=")
+                ]
+
+    def status(self) -> str:
+        """The unit's status line as last set ("" if never)."""
+        self.poll()
+        return self.statuses[-1] if self.statuses else ""
 
     def close(self) -> None:
         self.sock.close()
