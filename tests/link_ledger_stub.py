@@ -37,6 +37,10 @@ class MemoryJournal:
     def renew(self) -> None:
         """No lease in memory (the port's renew is a no-op without one)."""
 
+    def file_problem(self) -> str | None:
+        """No file in memory."""
+        return None
+
     def commit(self, steps: Sequence[tuple[Step, int]]) -> None:
         if self.fail:
             raise LedgerUnavailable("stub ledger: disk full")

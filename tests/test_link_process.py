@@ -18,10 +18,12 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from progressived.link.core.messages import Claim, Contribution, MeterWagers, Result
+from progressived.runtime.control import request
 from progressived.testing.config import render_toml
 from progressived.testing.waits import until
 from tests.link_harness import TableClient
@@ -239,3 +241,40 @@ async def test_a_sigkilled_link_loses_nothing_and_doubles_nothing(
     wagers = -balance(db, "linked_wagers:pmg")
     assert wagers == 40 * 3 * DOLLAR
     verify(db)
+
+
+def link_status(tmp: Path) -> dict[str, Any]:
+    answer = request(tmp / "link.sock", {"action": "status"}, timeout=10)
+    assert answer["ok"], answer
+    found: dict[str, Any] = answer["status"]
+    return found
+
+
+async def test_a_link_ledger_deleted_under_the_controller_stops_it_applying_and_says_so(
+    floor: tuple[Link, LinkBroker], tmp_path: Path
+) -> None:
+    """``rm`` of the link's SQLite ledger: within seconds ``status`` says so, nothing more
+    is applied into the unlinked file and no heartbeat is sent (the tables close the linked
+    progressive and keep their messages); the controller is not restarted for it."""
+    link, broker = floor
+    db = tmp_path / "link.db"
+    async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=15)
+        await t1.send(contribution(1))
+        assert (await result_for(t1, 1)).status == "applied"
+        db.unlink()
+        gone = await until(
+            lambda: not (s := link_status(tmp_path))["ledger"]["ok"] and s,
+            "the deletion noticed",
+            10,
+            in_thread=True,
+        )
+        assert f"ledger file {db} was deleted" in gone["ledger"]["error"], gone["ledger"]
+        beats = len(t1.of_type("heartbeat"))
+        await t1.send(contribution(2))
+        await asyncio.sleep(1.5)  # a period in which nothing may happen (5 heartbeats' time)
+        assert [r for r in t1.of_type("result") if r.seq == 2] == []
+        assert len(t1.of_type("heartbeat")) <= beats + 1  # at most one already on its way
+        assert link.proc is not None and link.proc.poll() is None
+        said = (tmp_path / "link-1.log").read_text()
+        assert "link ledger file gone: nothing applied" in said

@@ -228,3 +228,17 @@ def test_the_link_ledger_on_either_store(where: Location) -> None:
     with pytest.raises(LedgerExists):
         LinkLedger.create(where, params, at=AT, software="test")
     assert book.open_book(params).lseq == 0
+
+
+def test_a_file_deleted_or_replaced_under_the_store_is_named(
+    store: LedgerStore, where: Location
+) -> None:
+    """The daemons look every second (docs/operations.md, "Health"): a SQLite file deleted,
+    then replaced by another, is said; a database has no file under the process."""
+    assert store.file_problem() is None
+    if not isinstance(where, Path):
+        return
+    where.unlink()
+    assert store.file_problem() == f"ledger file {where} was deleted (or moved) under the running process"
+    where.write_bytes(b"")  # another file at the path
+    assert store.file_problem() == f"ledger file {where} was replaced (another file) under the running process"

@@ -173,4 +173,9 @@ class LedgerStore(Protocol):
         file, or the tables of a database it initialised), so ``init`` can be retried."""
         ...
 
+    def file_problem(self) -> str | None:
+        """Why the store's file is no longer the one at its path (deleted or replaced under
+        the running process), or ``None``; a database has no such file (always ``None``)."""
+        ...
+
     def close(self) -> None: ...

@@ -219,6 +219,10 @@ class PostgresStore:
                 f"{ddl.SCHEMA_VERSION}: upgrade progressived before opening it"
             )
 
+    def file_problem(self) -> str | None:
+        """A database is no file under this process: nothing to lose under it."""
+        return None
+
     def remove(self) -> None:
         """Drop the tables this store made (an ``init`` that failed half way), then close."""
         try:

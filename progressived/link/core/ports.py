@@ -32,6 +32,11 @@ class LinkJournal(Protocol):
         """
         ...
 
+    def file_problem(self) -> str | None:
+        """Why the ledger's path no longer names the file this journal has open (deleted or
+        replaced under the running controller), or ``None`` (always, in a database)."""
+        ...
+
     def renew(self) -> None:
         """Keep the ledger's lease while no batch is committed (a ledger in a database;
         a no-op without a lease). Raises :class:`~progressived.ledger.Fenced` when another

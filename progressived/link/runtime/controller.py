@@ -78,6 +78,7 @@ class LinkController:
         self.metrics: LinkMetrics | None = None
         self.metrics_port: int | None = None
         self.ledger_error: str | None = None
+        self.ledger_file = ""  # why the ledger's path no longer names its open file
         self.counts: dict[str, int] = dict.fromkeys(
             ("applied", "refused", "resend", "duplicate"), 0
         )
@@ -117,6 +118,8 @@ class LinkController:
     async def handle(self, items: list[lb.Incoming]) -> lb.Outcome:
         """One batch: book, ONE commit, then the replies and changed meters are queued."""
         j = self.ledger
+        if self.ledger_file:  # nothing applied into a file nobody will see; tables resend
+            return lb.Outcome(state=j.book)
         outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix)
         if not self.leadership.holds():  # the term passed unrenewed (a pause, a cut)
             self.lose(f"the lease's term ({self.leadership.lease_s} s) passed unrenewed")
@@ -223,11 +226,38 @@ class LinkController:
         interval = self.config.heartbeat_s
         while True:
             self.loop_beat = time.monotonic()
-            if self.mqtt.connected:
+            self._check_ledger_file()
+            # No heartbeat while the ledger file is gone: the tables close the linked
+            # progressive (link-down) and keep their messages until it is back.
+            if self.mqtt.connected and not self.ledger_file:
                 self.mqtt.send(self.heartbeats(), everywhere=True)
-            if self.ledger_error is None:
+            # Pinged while the file is gone: a restart would close the only copy of its rows.
+            if self.ledger_error is None or self.ledger_file:
                 self.notifier.watchdog()
             await asyncio.sleep(interval)
+
+    def _check_ledger_file(self) -> None:
+        """Notice the link ledger's file deleted or replaced under the running controller
+        (SQLite; a database has no file): stop applying and heartbeating, and say so."""
+        if self.journal is None:
+            return
+        problem = self.journal.file_problem() or ""
+        if problem == self.ledger_file:
+            return
+        self.ledger_file = problem
+        if problem:
+            words = (
+                f"{problem}: nothing is applied and no heartbeat sent (the tables close the "
+                "linked progressive); restore the file, or copy it back from the running "
+                "controller (/proc/PID/fd), then restart the controller"
+            )
+            log.error("link ledger file gone: nothing applied", reason=words)
+            self.ledger_error = words
+            self.notifier.status(words)
+        else:
+            log.info("link ledger file back at its path")
+            self.ledger_error = None
+            self.notifier.status(f"link {self.params.link_id} leader")
 
     # ------------------------------------------------------------------ views
     def health(self) -> dict[str, float]:

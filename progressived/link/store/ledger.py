@@ -266,6 +266,9 @@ class LinkLedger:
             return
         self._write(records(steps), steps[-1][0].state)
 
+    def file_problem(self) -> str | None:
+        return self.store.file_problem()
+
     def renew(self) -> None:
         """Extend the lease while idle (every write extends it too); :class:`Fenced` if it
         is no longer this ledger's. Nothing without a lease."""
