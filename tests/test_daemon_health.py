@@ -2,7 +2,8 @@
 
 * The ledger file deleted (``rm``), then replaced by a copy, under the running daemon:
   within seconds ``status``, the metrics, the log and the unit's status line say so, the
-  progressive closes (the sign shows CLOSED) and no wager is accepted after.
+  progressive closes (the sign shows CLOSED) and no wager is accepted after; the rows it
+  holds are saved beside the path, and that copy put back starts a healthy table.
 * A linked table whose broker dies: health is degraded with the reasons (the broker
   unreachable since when, the linked progressive closed), ``progressive_healthy`` 0 and the
   unit's status line say it; with the broker back, ``ok`` again.
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import shutil
 import signal
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from progressived.ledger.verify import verify
 from progressived.testing.board import simulator_factory
 from progressived.testing.broker import free_port
 from progressived.testing.fake_link import FakeLink
@@ -111,6 +115,28 @@ async def test_a_ledger_deleted_then_replaced_under_the_daemon_closes_the_progre
         # The watchdog goes on pinging (a restart would close the only copy of the rows):
         # the daemon is still running.
         assert t.proc is not None and t.proc.poll() is None
+
+        # Its rows were saved beside the path, kept current: the operator's way back.
+        found = re.search(r"its rows are saved to (\S+) \(kept current", after["ledger"]["error"])
+        assert found, after["ledger"]["error"]
+        rescued = Path(found[1])
+        assert rescued.parent == tmp_path and rescued.name.startswith("ledger.db.rescued-")
+        await until(lambda: head_of(rescued) == status(t)["ledger"]["head_seq"], "kept current", in_thread=True)
+        assert t.stop_daemon() == 0
+        assert verify(rescued, replay=True).ok
+        rescued.replace(ledger)  # docs/operations.md, "Troubleshooting"
+        t.start_daemon()
+        await t.online(count=2)
+        back = await until(
+            lambda: (s := status(t))["healthy"] and s["ledger"]["ok"] and s, "healthy on the copy", in_thread=True
+        )
+        assert back["health"] == "ok"
+        assert verify(ledger, replay=True).ok
+
+
+def head_of(db: Path) -> int:
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        return int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
 
 
 def _has(port: int, name: str) -> bool:

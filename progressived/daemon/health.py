@@ -103,14 +103,6 @@ def linked_closure(closed: Collection[str]) -> str:
     return ""
 
 
-def ledger_file_words(problem: str) -> str:
-    """The ledger file's problem as status, health and the log say it."""
-    return (
-        f"{problem}: the progressive is closed; restore the file, or copy it back from "
-        "the running daemon (/proc/PID/fd), then restart the daemon"
-    )
-
-
 def assess(health: Health, wd: WatchdogSection, closed: Collection[str] = ()) -> tuple[bool, str]:
     """Healthy as ``status``, the metrics and the unit's status line say it: the watchdog's
     rule (failed), then what degrades the table, each with what to do, or ``ok``."""
@@ -119,7 +111,7 @@ def assess(health: Health, wd: WatchdogSection, closed: Collection[str] = ()) ->
         return ok, why
     reasons: list[str] = []
     if health.ledger_file:
-        reasons.append(ledger_file_words(health.ledger_file))
+        reasons.append(health.last_error or health.ledger_file)  # with what to do
     broker = health.broker
     if broker is not None:
         if broker.state == "not authorised":

@@ -10,13 +10,8 @@ import structlog
 
 from progressived.board.driver import BoardDriver
 from progressived.daemon.current import CurrentTable
-from progressived.daemon.health import (
-    Health,
-    assess,
-    check_health,
-    ledger_file_words,
-    unit_status,
-)
+from progressived.daemon.health import Health, assess, check_health, unit_status
+from progressived.daemon.ledger_file import LedgerFileWatch
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.metrics import HitCounts
 from progressived.daemon.port import LinkStatus
@@ -31,11 +26,12 @@ async def housekeeping(writer: LedgerWriter, health: Health) -> None:
     notice a ledger file deleted or replaced under the daemon; beat for the watchdog every
     second."""
     last_retry = float("-inf")
+    ledger_file = LedgerFileWatch(writer, health)
     while True:
         await asyncio.sleep(1.0)
         health.loop_beat = now = time.monotonic()
         config = writer.current.config
-        if check_ledger_file(writer, health):
+        if await ledger_file.check():
             continue  # no retry, no checkpoint: the file at the path is not this one
         if not health.ledger_ok:
             if now - last_retry >= config.ledger.retry_s:
@@ -44,26 +40,6 @@ async def housekeeping(writer: LedgerWriter, health: Health) -> None:
             continue
         last_retry = float("-inf")
         await writer.checkpoint_if_idle(config.ledger.checkpoint_idle_s)
-
-
-def check_ledger_file(writer: LedgerWriter, health: Health) -> bool:
-    """Whether the ledger's path no longer names the open file (deleted, moved or replaced
-    under the daemon). On the change, close the progressive (as an unavailable ledger does:
-    no wager is taken into a file nobody will see) and say so; when the path names the
-    open file again, the usual retry reopens the progressive."""
-    problem = writer.current.ledger.file_problem() or ""
-    if problem == health.ledger_file:
-        return bool(problem)
-    health.ledger_file = problem
-    if problem:
-        words = ledger_file_words(problem)
-        log.error("ledger file gone: the progressive is closed", reason=words)
-        health.ledger_ok = False
-        health.last_error = words
-    else:
-        log.info("ledger file back at its path", path=str(writer.current.config.ledger.path))
-    writer.observers.changed()
-    return bool(problem)
 
 
 async def watchdog(current: CurrentTable, health: Health, notifier: Notifier) -> None:
