@@ -41,6 +41,9 @@ class MemoryJournal:
         """No file in memory."""
         return None
 
+    def save_copy(self, target: str) -> None:
+        raise LedgerUnavailable("stub ledger: in memory")
+
     def commit(self, steps: Sequence[tuple[Step, int]]) -> None:
         if self.fail:
             raise LedgerUnavailable("stub ledger: disk full")

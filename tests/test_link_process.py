@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -278,3 +279,17 @@ async def test_a_link_ledger_deleted_under_the_controller_stops_it_applying_and_
         assert link.proc is not None and link.proc.poll() is None
         said = (tmp_path / "link-1.log").read_text()
         assert "link ledger file gone: nothing applied" in said
+    # The rows it held were saved beside the path; put back, they start the link again.
+    found = re.search(r"its rows are saved to (\S+):", gone["ledger"]["error"])
+    assert found, gone["ledger"]["error"]
+    rescued = Path(found[1])
+    assert rescued.parent == tmp_path and rescued.name.startswith("link.db.rescued-")
+    assert link.stop() == 0
+    verify(rescued)
+    rescued.replace(db)
+    assert [row["seq"] for row in ledger_rows(db, "link_applied")] == [1]
+    link.start()
+    async with TableClient(broker, "t1", PASSWORDS["t1"]) as t1:
+        await until(lambda: bool(t1.of_type("heartbeat")), timeout=15)
+        await t1.send(contribution(2))
+        assert (await result_for(t1, 2)).status == "applied"

@@ -28,14 +28,9 @@ import structlog
 from progressived.daemon.health import Health
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.ledger import LedgerError
+from progressived.storage.sqlite import rescue_path
 
 log = structlog.get_logger("progressived")
-
-
-def rescue_path(path: Path, at: str) -> Path:
-    """Where the rows are saved: beside the ledger, named by the UTC time it was noticed."""
-    stamp = "".join(c for c in at if c.isalnum())[:15]  # 2026-11-28T23:45:12... -> 20261128T234512
-    return path.with_name(f"{path.name}.rescued-{stamp}Z")
 
 
 class LedgerFileWatch:
@@ -58,6 +53,7 @@ class LedgerFileWatch:
                 if self.rescue is None:  # deleted, then replaced: the same copy, kept current
                     self.rescue = rescue_path(ledger.path, self.writer.clock())
                 self.saved_head = -1
+                self.health.last_error = self.words(problem)  # before ledger_ok: read at once
                 self.health.ledger_ok = False
             else:
                 self.rescue = None

@@ -115,22 +115,10 @@ class LedgerHandle:
 
     def save_copy(self, target: Path) -> None:
         """Write every committed row as this connection sees it (the WAL's too) to
-        ``target``, through SQLite's online backup, atomically (a ``.part`` file renamed):
-        the rescue of a ledger whose file was deleted or replaced under the daemon."""
-        part = target.with_name(target.name + ".part")
+        ``target``: the rescue of a ledger whose file was deleted or replaced under the
+        daemon (:meth:`~progressived.storage.sqlite.SqliteStore.save_copy`)."""
         with self._mutex:
-            self._check_open()
-            try:
-                part.unlink(missing_ok=True)
-                copy = sqlite3.connect(part)
-                try:
-                    self._conn.backup(copy)
-                finally:
-                    copy.close()
-                part.chmod(0o640)
-                part.replace(target)
-            except sqlite3.Error as exc:
-                raise translate(exc, target) from None
+            self._store.save_copy(target)
 
     def close(self) -> None:
         self._store.close()

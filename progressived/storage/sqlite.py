@@ -127,6 +127,13 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def rescue_path(path: Path, at: str) -> Path:
+    """Where the rows of a ledger whose file is gone are saved: beside it, named by the UTC
+    time (``at``, ISO 8601) it was noticed: ``ledger.db.rescued-20261128T234512Z``."""
+    stamp = "".join(c for c in at if c.isalnum())[:15]
+    return path.with_name(f"{path.name}.rescued-{stamp}Z")
+
+
 def lock(path: Path) -> int:
     """Take the one-writer lock ``PATH.lock`` (released by the kernel if the process dies)."""
     lock_path = path.with_name(path.name + ".lock")
@@ -223,6 +230,26 @@ class SqliteStore:
         if now != self._identity:
             return f"ledger file {self.path} was replaced (another file) under the running process"
         return None
+
+    def save_copy(self, target: Path) -> None:
+        """SQLite's online backup of this connection (every committed row, the WAL's too)
+        to ``target``, atomically (a ``.part`` file renamed), ``0640``. A file deleted under
+        the process is read through its open connection: the one complete copy there is."""
+        self.check_open()
+        part = target.with_name(target.name + ".part")
+        try:
+            part.unlink(missing_ok=True)
+            copy = sqlite3.connect(part)
+            try:
+                self.conn.backup(copy)
+            finally:
+                copy.close()
+            part.chmod(0o640)
+            part.replace(target)
+        except sqlite3.Error as exc:
+            raise translate(exc, target) from None
+        except OSError as exc:
+            raise LedgerUnavailable(f"cannot write {target}: {exc.strerror}") from None
 
     def check_open(self) -> None:
         if self.closed:

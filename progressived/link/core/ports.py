@@ -37,6 +37,11 @@ class LinkJournal(Protocol):
         replaced under the running controller), or ``None`` (always, in a database)."""
         ...
 
+    def save_copy(self, target: str) -> None:
+        """Save every committed row to the file ``target`` (a SQLite ledger whose file is
+        gone; a database has none to save: :class:`~progressived.ledger.LedgerError`)."""
+        ...
+
     def renew(self) -> None:
         """Keep the ledger's lease while no batch is committed (a ledger in a database;
         a no-op without a lease). Raises :class:`~progressived.ledger.Fenced` when another

@@ -45,6 +45,7 @@ from progressived.runtime.clock import utc_now
 from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.lifecycle import Lifecycle
 from progressived.runtime.systemd import Notifier
+from progressived.storage.sqlite import rescue_path
 
 log = structlog.get_logger("progressived.link")
 T = TypeVar("T")
@@ -226,7 +227,7 @@ class LinkController:
         interval = self.config.heartbeat_s
         while True:
             self.loop_beat = time.monotonic()
-            self._check_ledger_file()
+            await self._check_ledger_file()
             # No heartbeat while the ledger file is gone: the tables close the linked
             # progressive (link-down) and keep their messages until it is back.
             if self.mqtt.connected and not self.ledger_file:
@@ -236,28 +237,36 @@ class LinkController:
                 self.notifier.watchdog()
             await asyncio.sleep(interval)
 
-    def _check_ledger_file(self) -> None:
+    async def _check_ledger_file(self) -> None:
         """Notice the link ledger's file deleted or replaced under the running controller
-        (SQLite; a database has no file): stop applying and heartbeating, and say so."""
+        (SQLite; a database has no file): stop applying and heartbeating, save the rows it
+        holds beside the path (nothing is applied meanwhile: once is enough), say so."""
         if self.journal is None:
             return
         problem = self.journal.file_problem() or ""
         if problem == self.ledger_file:
             return
         self.ledger_file = problem
-        if problem:
-            words = (
-                f"{problem}: nothing is applied and no heartbeat sent (the tables close the "
-                "linked progressive); restore the file, or copy it back from the running "
-                "controller (/proc/PID/fd), then restart the controller"
-            )
-            log.error("link ledger file gone: nothing applied", reason=words)
-            self.ledger_error = words
-            self.notifier.status(words)
-        else:
+        if not problem:
             log.info("link ledger file back at its path")
             self.ledger_error = None
-            self.notifier.status(f"link {self.params.link_id} leader")
+            self.notifier.status(f"link {self.params.link_id} running")
+            return
+        where = self.config.ledger.path
+        rescue = str(rescue_path(where, self.clock()))
+        try:
+            await self.db(self.journal.save_copy, rescue)
+            saved = f"its rows are saved to {rescue}"
+        except LedgerError as exc:
+            saved = f"its rows could not be saved ({exc})"
+        words = (
+            f"{problem}: nothing is applied and no heartbeat sent (the tables close the linked "
+            f"progressive); {saved}: stop the controller, verify that copy (progressivectl "
+            f"ledger verify --db), put it at {where}, start the controller"
+        )
+        log.error("link ledger file gone: nothing applied", reason=words)
+        self.ledger_error = words
+        self.notifier.status(words)
 
     # ------------------------------------------------------------------ views
     def health(self) -> dict[str, float]:

@@ -269,6 +269,11 @@ class LinkLedger:
     def file_problem(self) -> str | None:
         return self.store.file_problem()
 
+    def save_copy(self, target: str) -> None:
+        if not isinstance(self.store, SqliteStore):
+            raise LedgerError(f"ledger {self.where} is in a database: no file to save")
+        self.store.save_copy(Path(target))
+
     def renew(self) -> None:
         """Extend the lease while idle (every write extends it too); :class:`Fenced` if it
         is no longer this ledger's. Nothing without a lease."""
