@@ -42,6 +42,7 @@ class LedgerFileWatch:
         self.rescue: Path | None = None
         self.saved_head = -1
         self.save_error = ""
+        self.announce = False  # the change not yet said (once the copy is tried)
 
     async def check(self) -> bool:
         """Whether the file is gone now (then nothing else of the ledger's upkeep runs)."""
@@ -52,7 +53,7 @@ class LedgerFileWatch:
             if problem:
                 if self.rescue is None:  # deleted, then replaced: the same copy, kept current
                     self.rescue = rescue_path(ledger.path, self.writer.clock())
-                self.saved_head = -1
+                self.saved_head, self.announce = -1, True
                 self.health.last_error = self.words(problem)  # before ledger_ok: read at once
                 self.health.ledger_ok = False
             else:
@@ -65,7 +66,6 @@ class LedgerFileWatch:
     async def _save(self, problem: str) -> None:
         assert self.rescue is not None
         ledger = self.writer.current.ledger
-        first = self.saved_head < 0
         head = ledger.head_seq
         try:
             await self.writer.executor.run(ledger.save_copy, self.rescue)
@@ -77,7 +77,8 @@ class LedgerFileWatch:
         else:
             self.saved_head, self.save_error = head, ""
         self.health.last_error = self.words(problem)
-        if first:
+        if self.announce:  # once per change, whether or not the copy could be made
+            self.announce = False
             log.error("ledger file gone: the progressive is closed", reason=self.health.last_error)
             self.writer.observers.changed()
 
