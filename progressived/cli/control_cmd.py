@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from progressived.core.money import UNITS_PER_CENT, display
-from progressived.daemon.link_refusal import advice
+from progressived.daemon.refusal_advice import advice
 from progressived.runtime.control import request
 
 DEFAULT_SOCKET = Path("/run/progressived/control.sock")

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from progressived.config.daemon import WatchdogSection
-from progressived.daemon.link_refusal import advice, refused_code
+from progressived.daemon.link_refusal import refused_code
+from progressived.daemon.refusal_advice import advice
 from progressived.engine.state import LINK_DOWN
 from progressived.mqtt.session import MqttSession
 

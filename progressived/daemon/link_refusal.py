@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 import structlog
 
+from progressived.daemon.refusal_advice import advice
 from progressived.engine.state import LINK_REFUSED
 from progressived.link.core.messages import Result
 
@@ -50,27 +51,6 @@ def closes(code: str, *, final: bool) -> bool:
 def closure_reason(code: str) -> str:
     """The ``table_closed`` reason (and the words on the signs) for a refusal ``code``."""
     return f"{LINK_REFUSED}{code}"
-
-
-LEDGERS_DISAGREE = frozenset({"conflict", "head-regressed"})
-
-
-def advice(code: str) -> str:
-    """What an operator does about a closing refusal ``code`` (docs/link.md, "Refusal
-    codes"; docs/operations.md, "Troubleshooting").
-
-    ``conflict`` and ``head-regressed`` are not a configuration to fix: the table's ledger
-    and the link's record of it disagree (a ledger restored from an older copy, or replaced
-    under the running daemon), and opening the table would only be refused again.
-    """
-    if code in LEDGERS_DISAGREE:
-        return (
-            "the table's ledger and the link's record of it disagree (a ledger restored from "
-            "an older copy, or replaced): keep the table closed, put back the ledger the "
-            "daemon wrote last if it was replaced, compare the ledgers with progressivectl "
-            "link reconcile, then progressivectl open"
-        )
-    return "fix the configuration, then progressivectl open"
 
 
 def refused_code(closed: frozenset[str]) -> str | None:
