@@ -413,6 +413,18 @@ def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_c
             assert status.returncode == 0, status
             answer = json.loads(status.output[status.output.index("{") :])
             assert answer["status"]["broker"]["connected"] is True, answer
+        # An operator in the control group (operations.md: `usermod -aG progressive-ops`),
+        # not root: under the root's hidepid=invisible /proc (the units' ProtectProc=invisible)
+        # the daemons cannot read the caller's /proc/<pid>; they ask the group database.
+        operator = root.bash(
+            "useradd -m alice && usermod -aG progressive-ops alice && id alice\n"
+            "runuser -u alice -- progressivectl status\n"
+            "runuser -u alice -- progressivectl status "
+            "--socket /run/progressived-link/control.sock\n"
+        )
+        assert operator.returncode == 0, operator
+        assert "permission denied" not in operator.output, operator
+        assert "table tcp-07" in operator.output and "link link-a" in operator.output, operator
     finally:
         for proc in procs.values():
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on the terminal running the block
