@@ -72,8 +72,6 @@ mount --rbind /dev "$root/dev"
 mount -t tmpfs -o mode=0755 tmpfs "$root/run"
 mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 ip link set lo up
-# The broker's floor address (docs/mqtt.md's listener): this root's "floor network card".
-ip addr add 10.20.0.5/32 dev lo
 echo ready
 exec chroot "$root" sleep infinity
 """

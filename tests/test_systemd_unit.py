@@ -531,3 +531,19 @@ def test_the_simulated_board_drop_in_allows_a_pty_and_verifies(tmp_path: Path) -
     assert verify(unit) == ""
     (folder / "simulated-board.conf").write_text(drop_in.read_text() + "DeviceAllowz=x\n")
     assert "DeviceAllowz" in verify(unit)
+
+
+def test_every_units_user_and_groups_are_made_by_a_shipped_sysusers_file() -> None:
+    """A unit whose User= no sysusers file makes fails at start (status=217/USER)."""
+    made: set[str] = set()
+    for path in (ROOT / "systemd").glob("*.sysusers"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if words and words[0] in ("u", "g"):
+                made.add(words[1])
+    debian = {"dialout", "video", "render", "input"}  # the base system's groups
+    for unit in UNITS:
+        s = parse_unit(unit.read_text())["Service"]
+        assert s["User"][0] in made, f"{unit.name}: no sysusers file makes {s['User'][0]}"
+        for group in [*s.get("Group", []), *" ".join(s.get("SupplementaryGroups", [])).split()]:
+            assert group in made | debian, f"{unit.name}: no sysusers file makes {group}"

@@ -16,7 +16,6 @@ import tty
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-
 DEVICE_MODE = 0o660  # a serial adapter's under udev (systemd/99-progressive-board.rules)
 
 
