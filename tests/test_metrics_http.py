@@ -18,7 +18,10 @@ import contextlib
 import gzip
 import json
 import re
+import resource
 import socket
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,3 +251,23 @@ def test_a_slow_client_is_closed_and_its_place_given_back() -> None:
         finally:
             for sock in socks:
                 sock.close()
+
+
+def test_the_soft_descriptor_limit_is_raised_to_the_hard_one() -> None:
+    """systemd's default soft limit is 1024 whatever the hard one; the process takes its hard
+    one when its metrics endpoint starts (the units set both with LimitNOFILE)."""
+
+    def lower() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    code = (
+        "import resource; from progressived.runtime.listen import raise_open_files_limit as r;"
+        "before = resource.getrlimit(resource.RLIMIT_NOFILE)[0]; r();"
+        "print(before, *resource.getrlimit(resource.RLIMIT_NOFILE))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], preexec_fn=lower, capture_output=True, text=True, timeout=60
+    )
+    before, soft, hard = (int(word) for word in done.stdout.split())
+    assert before == 256 and soft == hard, done.stdout + done.stderr
