@@ -1,7 +1,7 @@
 """Compare a benchmark run with the last committed one: ``python -m bench.compare OLD NEW``.
 
 Why a module of its own: a regression must be named before it lands, not found three days
-later (issue 28: the link fell from 16,043 to 6,666 wagers/s in one reshaping and nobody saw
+later (the link once fell from 16,043 to 6,666 wagers/s in one reshaping and nobody saw
 it). ``python -m bench.run --compare bench/results/LAST.json`` runs the benchmark and then
 this comparison; ``python -m bench.compare OLD.json NEW.json`` compares two saved runs.
 

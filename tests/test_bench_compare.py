@@ -1,5 +1,5 @@
 """bench/compare.py: a run more than 15% worse than the baseline is named, judged by its ratio
-to the same run's floor wherever there is one (issue 28: a regression must not land silently).
+to the same run's floor wherever there is one (a regression must not land silently).
 """
 
 from __future__ import annotations
