@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.stress import demo_params, round_commands
-from progressived.engine import decide, evolve, initial_state
+from progressived.config.paytables import find_paytable
+from progressived.core.params import MeterParams, TableParams
+from progressived.engine import accounts, decide, evolve, initial_state
 from progressived.engine.events import Event
 from progressived.engine.meterbook import contributions
 from progressived.engine.state import Phase, TableState, replaced
@@ -81,3 +83,20 @@ def evolve_all(state: TableState, events: tuple[Event, ...]) -> TableState:
     for event in events:
         state = evolve(state, event)
     return state
+
+
+def test_cached_contributions_equal_the_computed_ones() -> None:
+    meter = MeterParams(rate=Fraction(15, 100), reserve_rate=Fraction(5, 100))
+    unlimited = TableParams(table_id="t-1", paytable=find_paytable("tcp-sd-1"), meters=(meter,))
+    limited = replace(unlimited, meters=(replace(meter, limit=unlimited.start_units(meter) + 5),))
+    full = {accounts.meter("main"): 10**12}
+    for params in (unlimited, limited, replace(unlimited)):  # a copy: its own cache entry
+        for balances in ({}, full, {}):
+            for count in (1, 7, 1):
+                got = contributions.contribution(params, balances, count, accounts.LINKED_WAGERS)
+                want = contributions._contribution(params, balances, count, accounts.LINKED_WAGERS)
+                assert got == want
+    # Under a limit the balances decide (the full meter's share goes to the reserve).
+    assert contributions.contribution(limited, full, 1) != contributions.contribution(
+        limited, {}, 1
+    )

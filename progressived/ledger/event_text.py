@@ -51,6 +51,24 @@ def _scalar(value: object) -> str:
 
 
 def _postings(value: object) -> str:
+    cached = _POSTINGS.get(id(value))
+    if cached is not None and cached[0] is value:
+        return cached[1]
+    text = _postings_text(value)
+    if len(_POSTINGS) >= _POSTINGS_SIZE:
+        _POSTINGS.clear()
+    _POSTINGS[id(value)] = (value, text)  # holds ``value``: its id is not reused meanwhile
+    return text
+
+
+# The engine hands the same postings tuple to every contribution of one count (its
+# contributions are cached by parameters and count): its text, by the tuple's identity.
+# Postings are immutable (a tuple of frozen Posting of str and int), so the text stays true.
+_POSTINGS: dict[int, tuple[object, str]] = {}
+_POSTINGS_SIZE = 256
+
+
+def _postings_text(value: object) -> str:
     if type(value) is not tuple:
         raise TypeError("postings not a tuple: the encoder's path")
     legs = []

@@ -140,11 +140,12 @@ def plan(
                 )
                 prev = row_hash
                 for leg, posting in enumerate(postings):
-                    if type(posting.units) is not int:
+                    account, units = posting.account, posting.units
+                    if type(units) is not int:
                         raise ValueError(f"{kind}: amounts must be integers")
-                    legs.append((seq, leg, posting.account, posting.units))
-                    balances[posting.account] = balances.get(posting.account, 0) + posting.units
-                    touched[posting.account] = seq
+                    legs.append((seq, leg, account, units))
+                    balances[account] = balances.get(account, 0) + units
+                    touched[account] = seq
                 count += 1
                 if item.outbox is not None:  # only the outbox callback needs them
                     rows.append(
@@ -209,7 +210,7 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
                 text,
             )
         )
-        if sum(p.units for p in event.postings):
+        if sum([p.units for p in event.postings]):
             raise ValueError(f"{event.kind} postings do not balance")
     return specs
 

@@ -45,6 +45,30 @@ def contribution(
     Shares are floored to the unit; what flooring leaves is retained by the house, so
     nothing is created or lost.
     """
+    key = (id(params), count, source)
+    cached = _UNLIMITED.get(key)
+    if cached is not None and cached[0] is params:
+        return cached[1]
+    postings = _contribution(params, balances, count, source)
+    if all(meter.limit is None for meter in params.meters):
+        # Without a limit the postings do not depend on the balances: keep them for the
+        # next wagers of this count (the link's stream repeats one count). The entry holds
+        # ``params`` itself, so its id cannot be reused by other parameters while cached.
+        if len(_UNLIMITED) >= _UNLIMITED_SIZE:
+            _UNLIMITED.clear()
+        _UNLIMITED[key] = (params, postings)
+    return postings
+
+
+# Contributions under parameters whose meters have no limit: (id(params), count, source)
+# -> (params, postings). Postings are immutable, so one tuple serves every such wager.
+_UNLIMITED: dict[tuple[int, int, str], tuple[TableParams, Postings]] = {}
+_UNLIMITED_SIZE = 256
+
+
+def _contribution(
+    params: TableParams, balances: Mapping[str, int], count: int, source: str
+) -> Postings:
     wager = params.wager_units * count
     postings = [Posting(source, -wager)]
     retained = wager
