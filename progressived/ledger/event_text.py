@@ -3,11 +3,12 @@
 The stored text of an engine row is ``dumps(event_to_dict(event))`` (sorted keys, no
 spaces, ASCII only: :func:`progressived.ledger.rows.dumps`), and the hash chain covers it,
 so it must not change by a byte. Building the dict and handing it to the JSON encoder was
-about a third of a linked contribution's plan; :func:`event_text` writes the same text
-directly for the values whose JSON is plain (exact ``str``, ``int``, ``bool``, ``None``,
-tuples of those, postings) with the keys in the order ``sort_keys`` puts them, and answers
-``None`` for anything else (floats, nested records, subclasses, a meter request, a
-settlement), whose text the caller then takes from the encoder as before.
+about a third of a linked contribution's plan; :func:`event_text` writes the same text with
+one generated function per event type (one f-string, the keys in the order ``sort_keys``
+puts them) for the values whose JSON is plain (``str`` and ``int`` and their subclasses
+written as the encoder writes them, ``bool``, ``None``, exact tuples of those, postings),
+and answers ``None`` for anything else (floats, lists, a meter request, a settlement),
+whose text the caller then takes from the encoder as before.
 tests/test_ledger_event_text.py checks the text equal to the encoder's for every event
 kind the engine emits and for drawn values.
 """
@@ -86,19 +87,30 @@ _BY_TYPE: Final[dict[str, Callable[[object], str]]] = {
     "int": _int,
     "Postings": _postings,
 }
-_Layout = tuple[tuple[str, str, Callable[[object], str]], ...]  # key text, field, writer
-_LAYOUTS: dict[type[Event], _Layout | None] = {}
+_Writer = Callable[[Event], str]  # an event type's text writer; TypeError: the encoder's path
+_WRITERS: dict[type[Event], _Writer | None] = {}
 
 
-def _layout(cls: type[Event]) -> _Layout | None:
+def _writer(cls: type[Event]) -> _Writer | None:
+    """One function per event type that returns its whole text in one f-string: the keys
+    in ``sort_keys`` order (code points), each value through its type's writer. Generated
+    once per type (as ``dataclasses`` generates ``__init__``): field names are identifiers,
+    and the keys' text and the writers are passed in, never spliced into the source."""
     fields = {f.name: f.type for f in dataclasses.fields(cls)}
     if _CONVERTED.intersection(fields):
         return None
     fields["kind"] = "str"
-    return tuple(
-        (encode_basestring_ascii(name) + ":", name, _BY_TYPE.get(str(fields[name]), _scalar))
-        for name in sorted(fields)  # the order of ``sort_keys``: code points
-    )
+    env: dict[str, object] = {}
+    parts = []
+    for i, name in enumerate(sorted(fields)):
+        if not name.isidentifier():
+            return None
+        env[f"_k{i}"] = encode_basestring_ascii(name) + ":"
+        env[f"_w{i}"] = _BY_TYPE.get(str(fields[name]), _scalar)
+        parts.append(f"{{_k{i}}}{{_w{i}(event.{name})}}")
+    source = f"def text(event):\n    return '{{' + f\"{','.join(parts)}\" + '}}'\n"
+    exec(source, env)  # generated from identifiers only, as above
+    return cast("_Writer", env["text"])
 
 
 def event_text(event: Event) -> str | None:
@@ -106,13 +118,12 @@ def event_text(event: Event) -> str | None:
     this writer leaves to the encoder."""
     cls = type(event)
     try:
-        layout = _LAYOUTS[cls]
+        write = _WRITERS[cls]
     except KeyError:
-        layout = _LAYOUTS[cls] = _layout(cls)
-    if layout is None:
+        write = _WRITERS[cls] = _writer(cls)
+    if write is None:
         return None
     try:
-        text = ",".join([key + write(getattr(event, name)) for key, name, write in layout])
+        return write(event)
     except TypeError:
         return None
-    return "{" + text + "}"
