@@ -22,7 +22,7 @@ from progressived.core.params import MeterParams, TableParams
 from progressived.engine import accounts, decide, evolve, initial_state
 from progressived.engine.events import Event
 from progressived.engine.meterbook import contributions
-from progressived.engine.state import Phase, TableState, replaced
+from progressived.engine.state import Phase, TableState, replaced, with_balances
 from tests.budget import examples
 
 # The module, not the function the package re-exports under its name.
@@ -54,7 +54,10 @@ def test_replaced_equals_dataclasses_replace() -> None:
         assert all(
             getattr(got, f.name) is getattr(want, f.name) for f in dataclasses.fields(TableState)
         )
-    with pytest.raises((AttributeError, TypeError)):
+    balances = {"meter:main": 5, "wagers": -5}
+    assert with_balances(state, balances) == replace(state, balances=balances)
+    assert with_balances(state, balances).balances is balances
+    with pytest.raises(TypeError):
         replaced(state, no_such_field=1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         replaced(state).round = 9

@@ -46,7 +46,7 @@ from progressived.engine.meter_port import (
     VoidAward,
 )
 from progressived.engine.meter_requests import MeterAward
-from progressived.engine.state import KeyedHand, Phase, TableState, link_closures, replaced
+from progressived.engine.state import KeyedHand, Phase, TableState, link_closures, with_balances
 
 # Events that move money only: no case of ``evolve`` below matches them and no meter request
 # is answered by them (``_answers``), so their state is the old one with the postings
@@ -113,7 +113,7 @@ def _answered(state: TableState, event: Event) -> TableState:
 
 def evolve(state: TableState, event: Event) -> TableState:
     """Fold one event into the state (pure; used for replay and by ``decide``)."""
-    state = replaced(state, balances=accounts.post(state.balances, event.postings))
+    state = with_balances(state, accounts.post(state.balances, event.postings))
     if type(event) in _BALANCES_ONLY:
         return state
     if state.awaiting:
