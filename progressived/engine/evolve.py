@@ -116,6 +116,8 @@ def evolve(state: TableState, event: Event) -> TableState:
     state = with_balances(state, accounts.post(state.balances, event.postings))
     if type(event) in _BALANCES_ONLY:
         return state
+    # A kind given a case below must leave _BALANCES_ONLY (tests/test_engine_shortcuts.py
+    # compares both paths over every kind a round emits).
     if state.awaiting:
         state = _answered(state, event)
     match event:
