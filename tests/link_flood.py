@@ -1,4 +1,4 @@
-"""One member table floods the link while another plays at a dealer's pace (issue 27, B7).
+"""One member table floods the link while another plays at a dealer's pace.
 
 The rig: a real link controller (``progressived link``) over tables t1 and t2 on a real
 Mosquitto with docs/mqtt.md's ACL and passwords (tests/test_link_acl.py's ``LinkBroker``),

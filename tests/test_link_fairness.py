@@ -1,5 +1,5 @@
-"""A member table flooding the link costs the other tables nothing but their turn (issue 27,
-B7; docs/link.md, "Fair share").
+"""A member table flooding the link costs the other tables nothing but their turn
+(docs/link.md, "Fair share").
 
 A real link controller and Mosquitto (tests/link_flood.py): t1's account floods its own
 topic with junk and valid contributions from another process while t2 plays one
@@ -146,7 +146,7 @@ def check_the_share(found: FloodRun, rounds: int) -> None:
     assert grown["link_applied"] == rounds + grown.get("link_applied:t1", 0)
     # Refusal answers to t1 were held within its budget.
     assert status["answers_dropped"].get("t1", 0) > 0, status["answers_dropped"]
-    # The link's memory does not grow with the flood (it grew 250 MB in issue 27).
+    # The link's memory does not grow with the flood (it grew 250 MB before lanes had a bound).
     assert found.rss_grew_kb < 60_000, f"the link's memory grew {found.rss_grew_kb} kB"
 
 

@@ -17,7 +17,7 @@ must stay small (docs/performance.md), uses it too.
   iterator costs a task and a turn of the event loop per message, and paho reads one
   packet per turn while nothing is outgoing: a busy loop then read a few messages a
   second while a flooding account filled the broker's queue for it, and the broker dropped
-  the other tables' messages with the flood's (issue 27).
+  the other tables' messages with the flood's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The soak of issue 27's B7: one member table floods the link for minutes while another
+"""The soak of the fair share (docs/link.md): one member table floods the link for minutes while another
 plays at a dealer's pace (tests/link_flood.py; the short version is
 tests/test_link_fairness.py, in the default suite).
 
