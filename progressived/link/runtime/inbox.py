@@ -104,8 +104,8 @@ class FairInbox:
         return self._depth == 0
 
     def depths(self) -> dict[str, int]:
-        """Messages waiting per lane that has any."""
-        return {lane: len(q) for lane, q in self._lanes.items() if q}
+        """Messages waiting per lane that has any (a copy first: the metrics thread asks)."""
+        return {lane: len(q) for lane, q in dict(self._lanes).items() if q}
 
     async def wait(self) -> None:
         """Return once something is waiting."""

@@ -43,10 +43,11 @@ def _label(lane: str) -> str:
 
 def fairness(c: LinkController) -> dict[str, Any]:
     """Each table's share: what waits and was dropped in the inbox (this term), refusals
-    by table and code, and refusal or resend answers held back (docs/link.md, "Fair share")."""
+    by table and code, and refusal or resend answers held back (docs/link.md, "Fair share").
+    The metrics thread calls it too: each count is copied (one C call) before it is read."""
     inbox, refusals = c.mqtt.inbox, c.refusals
     by_table: dict[str, dict[str, int]] = {}
-    for (table, code), n in sorted(refusals.by_table.items()):
+    for (table, code), n in sorted(dict(refusals.by_table).items()):
         by_table.setdefault(table, {})[code] = n
     return {
         "inbox": {
@@ -54,10 +55,10 @@ def fairness(c: LinkController) -> dict[str, Any]:
             "high_water": inbox.high_water,
             "lane_max": inbox.lane_max,
             "waiting": {_label(k): n for k, n in sorted(inbox.depths().items())},
-            "dropped": {_label(k): n for k, n in sorted(inbox.dropped.items())},
+            "dropped": {_label(k): n for k, n in sorted(dict(inbox.dropped).items())},
         },
         "refusals": by_table,
-        "answers_dropped": dict(sorted(refusals.answers_dropped.items())),
+        "answers_dropped": dict(sorted(dict(refusals.answers_dropped).items())),
     }
 
 
