@@ -13,9 +13,10 @@
 * Publishing goes through one ordered queue of batches: a batch's messages are sent in
   order on each connection, their PUBACKs awaited together. Replies go to the table's broker
   (every connected one while it is not known or not connected); heartbeats and the
-  retained meters go to every connected broker. Heartbeats go first (``urgent``): they
-  never wait behind a backlog of replies, and at most ``MAX_INFLIGHT`` publishes are handed
-  to the clients at once, so nothing queues behind them inside a client either. A publish
+  retained meters go to every connected broker. Heartbeats (``urgent``) have their own
+  queue: they never wait behind a backlog of replies, and replies and meters take at most
+  ``MAX_INFLIGHT - URGENT_ROOM`` of the client's in-flight window, so a heartbeat is never
+  held inside a client behind them either. A publish
   that fails while a broker is away, or that the broker refuses (its ACL; the session
   counts and logs it), is dropped: the tables send again from their outboxes and get the
   stored result, and every (re)connection republishes the retained meters (``on_connect``).
@@ -47,8 +48,8 @@ MAX_INFLIGHT = 1000  # publishes awaiting their PUBACK at once (the client's win
 # heartbeat is written at once even while PUBACKs come late (behind a flood, on the same
 # connection)
 URGENT_ROOM = 200
-# messages the client holds before the inbox files them (filing never waits, so this fills
-# only while the event loop is busy; the client drops beyond it)
+# aiomqtt's own queue of received messages: a bound, though the session's intake files
+# every message from the client's callback and leaves that queue empty
 CLIENT_QUEUE_MAX = 10_000
 
 
@@ -93,7 +94,7 @@ class LinkMqtt:
                 link_id,
                 default_username=link_id,
                 max_inflight=MAX_INFLIGHT,
-                max_queued_incoming=CLIENT_QUEUE_MAX,  # unused with the intake
+                max_queued_incoming=CLIENT_QUEUE_MAX,
                 broker=broker,
             )
             session = MqttSession(options, observers=[LoggedSession("progressived.link.mqtt")])
