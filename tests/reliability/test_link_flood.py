@@ -23,6 +23,7 @@ FLOOD_RATE = count("LINK_FLOOD_RATE", 3_000, 3_000)
 ROUNDS = count("LINK_FLOOD_ROUNDS", 40, 8)
 
 
+@pytest.mark.timeout(3600)
 async def test_a_member_flooding_for_minutes_never_starves_the_other_table(
     tmp_path: Path,
 ) -> None:
