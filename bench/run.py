@@ -33,7 +33,9 @@ Measures, on this machine, in one run (see docs/performance.md for definitions/t
                 controller's RSS. Only where Patroni and etcd are installed; minutes.
 
 ``--quick`` uses tiny counts (a smoke run, well under a minute); the figures are then not
-comparable with the targets. ``--only a,b`` runs some sections.
+comparable with the targets. ``--only a,b`` runs some sections. ``--compare
+bench/results/LAST.json`` then names every figure more than 15% worse than that run's and
+exits 1 (bench/compare.py; docs/performance.md says when to run it).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.compare import load as load_result
+from bench.compare import report as compare_report
 from bench.floor import bench_floor
 from bench.latency import bench_latency
 from bench.measure import ROOT, machine
@@ -205,7 +209,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "cProfile and write its stats here (its figures then include the "
                         "profiler's overhead: not for the record)")
     parser.add_argument("--workdir", help="where the temporary ledgers go (default: $TMPDIR)")
+    parser.add_argument("--compare", type=Path, metavar="BASELINE",
+                        help="then compare with this saved run (bench/results/LAST.json): "
+                        "exit 1 naming every figure more than 15%% worse (bench/compare.py)")
     args = parser.parse_args(argv)
+    baseline = None
+    if args.compare is not None:
+        try:
+            baseline = load_result(args.compare)  # before the run: fail in a second, not an hour
+        except SystemExit as exc:
+            print(exc, file=sys.stderr)
+            return 2
     result = asyncio.run(run(args))
     out = args.out
     if out is None:
@@ -214,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {out}")
+    if baseline is not None:
+        print(f"\ncompared with {args.compare}:")
+        return compare_report(baseline, result)
     return 0
 
 

@@ -17,7 +17,11 @@ from pathlib import Path
 from progressived.testing.broker import Mosquitto, wait_for_port
 from tests.mqtt_schemas import MQTT_DOC
 
+# The doc's accounts (the shipped link's tables uth-01 and uth-02, link-a, a sign) and two
+# tables on no link (the pattern alone covers them: tcp-07 is config/progressived.toml's).
 PASSWORDS = {
+    "uth-01": "pw-uth-01",
+    "uth-02": "pw-uth-02",
     "tcp-07": "pw-tcp-07",
     "tcp-08": "pw-tcp-08",
     "link-a": "pw-link-a",

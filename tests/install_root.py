@@ -8,7 +8,8 @@ read-only (Python, systemd's tools, Mosquitto), and whose ``/opt``, ``/var``, ``
 and ``/run`` are its own. The chroot lives in its own mount, network and PID namespaces
 (``unshare``): its mounts are invisible outside, its loopback is its own (so the documented
 port 1883 is free there, and nothing reaches this machine's services), and killing the
-namespace's first process kills everything started in it.
+namespace's first process kills everything started in it. Its ``/proc`` is mounted
+``hidepid=invisible``, as the units' ``ProtectProc=invisible`` mounts it for the daemons.
 
 What the root does not have, the test says so (docs/operations.md names the lines it does not
 run): a systemd manager (``systemctl``), a udev daemon, ``apt-get`` (Mosquitto's package
@@ -63,13 +64,14 @@ root=$1 usr_local=$2
 mount --bind /usr "$root/usr"
 mount -o remount,bind,ro "$root/usr"
 mount --bind "$usr_local" "$root/usr/local"
-mount -t proc proc "$root/proc"
+# hidepid=invisible: what the units' ProtectProc=invisible makes of /proc for the daemons
+# (another user's processes are not there at all), so a check that reads a caller's
+# /proc/<pid> fails here as under systemd.
+mount -t proc -o hidepid=invisible proc "$root/proc"
 mount --rbind /dev "$root/dev"
 mount -t tmpfs -o mode=0755 tmpfs "$root/run"
 mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 ip link set lo up
-# The broker's floor address (docs/mqtt.md's listener): this root's "floor network card".
-ip addr add 10.20.0.5/32 dev lo
 echo ready
 exec chroot "$root" sleep infinity
 """
@@ -189,7 +191,9 @@ def _skeleton(root: Path, usr_local: Path) -> None:
     root.chmod(0o755)
     for link in ("bin", "lib", "lib64", "sbin"):
         (root / link).symlink_to(f"usr/{link}")
-    for folder in ("usr", "proc", "dev", "run", "tmp", "opt", "srv", "var/tmp", "var/backups"):
+    for folder in (
+        *("usr", "proc", "dev", "run", "tmp", "opt", "srv", "home", "var/tmp", "var/backups"),
+    ):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "root").mkdir(mode=0o700)
     for folder in ("bin", "etc", "games", "include", "lib", "man", "sbin", "share", "src"):

@@ -80,12 +80,18 @@ async def test_command_language(tmp_path: Path) -> None:
 
 
 def test_cli_simulate_board_with_a_link_and_a_script(tmp_path: Path) -> None:
-    """The CLI makes the link, runs the script and prints the lights the driver sends."""
+    """The CLI makes the link, runs the script, then stdin, and prints the lights the
+    driver sent. ``lights`` and ``quit`` come on stdin once the driver has its lights
+    acknowledged, not after a fixed sleep in the script, and the driver starts once the
+    CLI says the link is made: on a loaded machine the driver, retrying with backoff (2.6 s,
+    then 5.1 s) until the CLI had made the link, opened it after the script's 1.5 s sleep
+    had ended and the simulator had quit (no event for 10 s: TimeoutError)."""
     link = tmp_path / "board"
     script = tmp_path / "script.txt"
-    script.write_text("bet 2\nkey LOCK\nsleep 1.5\nlights\nquit\n")
+    script.write_text("bet 2\nkey LOCK\n")
     proc = subprocess.Popen(
-        [*CTL, "--link", str(link), "--script", str(script), "--no-stdin"],
+        [*CTL, "--link", str(link), "--script", str(script)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -107,10 +113,12 @@ def test_cli_simulate_board_with_a_link_and_a_script(tmp_path: Path) -> None:
             await task
         return events
 
+    assert proc.stdout is not None
+    made = proc.stdout.readline()  # the CLI's first line: the link is there
     events = asyncio.run(drive())
-    stdout, stderr = proc.communicate(timeout=20)
+    stdout, stderr = proc.communicate("lights\nquit\n", timeout=20)
     assert proc.returncode == 0, stderr
-    assert stdout.splitlines()[0].startswith(f"link {link} -> /dev/pts/")
+    assert made.startswith(f"link {link} -> /dev/pts/"), made + stderr
     assert "lights 1=idle 2=bet 3=closed 4=idle 5=idle 6=idle 7=idle" in stdout
     assert any(isinstance(e, KeyPressed) and e.code == "LOCK" for e in events)
     assert not link.exists()

@@ -7,6 +7,12 @@
 * Publishes the broker's ACL refuses (a user name that is not the table id) are counted,
   make the table unhealthy, and lose nothing: once the ACL is fixed the outbox drains.
 * A clean stop logs no warning.
+
+The test's event loop also runs the simulated board, which must beat every 0.2 s (the
+daemon takes it offline after 3 s of silence and journals it): every blocking call in a
+test (the control socket, a scrape, a ``progressivectl`` process) runs in a thread. Run
+on the loop, a ``progressivectl status`` that took 6 s to start on a loaded machine took
+the board offline and back (4 rows more than "nothing was played": ``assert 11 == 7``).
 """
 
 from __future__ import annotations
@@ -154,18 +160,18 @@ async def test_an_idle_table_sees_its_broker_die_and_is_back_on_an_empty_one(
         await t.online()
         # Settled: connected, the table open (its start-up rows journaled), the sign has it.
         await seconds_until(lambda: (s := status(t))["broker"]["connected"] and not s["closed"], "open")
-        head = status(t)["ledger"]["head_seq"]
+        head = (await asyncio.to_thread(status, t))["ledger"]["head_seq"]
         await t.sub.wait(lambda: any(m["seq"] == head for m in t.sub.on(METER)), "the meter")
         before = await retained(t.broker.host, t.broker.port, [STATUS, METER])
-        assert metric(port, "progressive_broker_connected") == 1
+        assert (await asyncio.to_thread(metric, port, "progressive_broker_connected")) == 1
         # Idle: nothing is played from here on. The broker dies.
         t.broker.stop(signal.SIGKILL)
         took = await seconds_until(
             lambda: metric(port, "progressive_broker_connected") == 0, "the metric", 2 * LOSS_BOUND_S
         )
         assert took <= LOSS_BOUND_S
-        assert "broker: DISCONNECTED" in ctl_status(t)
-        assert status(t)["broker"]["state"] == "unreachable"
+        assert "broker: DISCONNECTED" in (await asyncio.to_thread(ctl_status, t))
+        assert (await asyncio.to_thread(status, t))["broker"]["state"] == "unreachable"
         # A broker restarted empty (no persistence) on the same port: the table reconnects
         # and publishes its status and meter again, retained, with no play.
         t.broker.start()
@@ -178,9 +184,9 @@ async def test_an_idle_table_sees_its_broker_die_and_is_back_on_an_empty_one(
         assert after[STATUS]["status"] == "online"
         assert after[STATUS]["boot"] == before[STATUS]["boot"]  # the same run, reconnected
         assert after[METER]["cents"] == before[METER]["cents"]
-        assert status(t)["ledger"]["head_seq"] == head  # nothing was played
-        assert metric(port, "progressive_broker_connected") == 1
-        assert "broker: connected" in ctl_status(t)
+        assert (await asyncio.to_thread(status, t))["ledger"]["head_seq"] == head  # nothing was played
+        assert (await asyncio.to_thread(metric, port, "progressive_broker_connected")) == 1
+        assert "broker: connected" in (await asyncio.to_thread(ctl_status, t))
         # A clean stop says nothing alarming.
         said = len(t.log_text())
         assert warnings_in(t.log_text()[:said])  # the lost connection was said (not vacuous)
@@ -210,7 +216,7 @@ async def test_a_wrong_password_is_not_authorised_said_once_and_retried(
         await seconds_until(
             lambda: broker_log.read_text().count("not authorised") >= 5, "5 refused attempts"
         )
-        shown = ctl_status(t)
+        shown = await asyncio.to_thread(ctl_status, t)
         assert "broker: DISCONNECTED (not authorised)" in shown, shown
         assert "health: degraded: broker refused the login: not authorised" in shown, shown
         said = [e for e in entries(t.log_text()) if "broker refused the login" in e["event"]]
@@ -236,13 +242,13 @@ async def test_refused_publishes_are_counted_unhealthy_and_lose_nothing(
         # The sign hears nothing from this table: watch it through its control socket.
         await seconds_until(lambda: t.logged_running() and status(t)["board"]["online"], "running")
         await seconds_until(lambda: metric(port, "progressive_broker_publish_denied_total") >= 1, "refused")
-        s = status(t)
+        s = await asyncio.to_thread(status, t)
         assert s["broker"]["connected"] and s["broker"]["denied"], s["broker"]
         assert s["healthy"] is False and s["health"].startswith(
             f"degraded: broker refused publishing on progressive/table/{TABLE}/"
         )
-        assert metric(port, "progressive_healthy") == 0
-        assert "REFUSES publishing on" in ctl_status(t)
+        assert (await asyncio.to_thread(metric, port, "progressive_healthy")) == 0
+        assert "REFUSES publishing on" in (await asyncio.to_thread(ctl_status, t))
         ledger = sqlite3.connect(f"file:{tmp_path / 'ledger.db'}?mode=ro", uri=True)
         with contextlib.closing(ledger):
             waiting = ledger.execute("SELECT count(*) FROM outbox").fetchone()[0]
@@ -259,4 +265,4 @@ async def test_refused_publishes_are_counted_unhealthy_and_lose_nothing(
         seqs = [e["seq"] for e in t.sub.events()]
         assert seqs == sorted(seqs)
         assert t.sub.events("daemon_started")  # the first event of the run, kept meanwhile
-        assert not status(t)["broker"]["denied"]
+        assert not (await asyncio.to_thread(status, t))["broker"]["denied"]

@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 from pathlib import Path
 
@@ -19,6 +21,9 @@ from progressived.cli.ctl import main
 from progressived.engine import Confirm, KeyHand, Lock, Reconcile, Sensors, decide
 from progressived.engine.commands import Command
 from progressived.ledger import Ledger, chain
+from progressived.link.store.ledger import LinkLedger
+from progressived.storage.location import shown
+from tests.link_sim import link_params
 
 ROOT = Path(__file__).resolve().parent.parent
 AT = "2026-11-21T19:00:00.000000Z"
@@ -258,3 +263,51 @@ def test_documented_chain_recipe_finds_an_edit(db: Path) -> None:
         timeout=60,
     )
     assert "BAD row 7\n" in result.stdout
+
+
+def test_a_database_url_is_shown_without_its_password_in_either_form(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``user:pw@`` and libpq's ``?password=`` (and ``sslpassword``) alike: ``***``."""
+    assert shown("postgresql://ops:hunter2@db:5432/link") == "postgresql://ops:***@db:5432/link"
+    assert (
+        shown("postgresql://ops@db/link?sslmode=require&password=hunter2&sslpassword=k3y")
+        == "postgresql://ops@db/link?sslmode=require&password=***&sslpassword=***"
+    )
+    assert shown("postgres://db/link?PassWord=hunter2") == "postgres://db/link?PassWord=***"
+    assert shown("postgresql://ops@db/link?sslmode=require") == (
+        "postgresql://ops@db/link?sslmode=require"
+    )
+    # What the commands print for an unreachable database (one line, exit 2).
+    url = "postgresql://ops@127.0.0.1:1/link?connect_timeout=2&password=hunter2"
+    for argv in (
+        ["ledger", "verify", "--db", url],
+        ["link", "reconcile", "--link-db", url, "--table-db", "/nonexistent.db"],
+    ):
+        assert main(argv) == 2
+        said = capsys.readouterr()
+        assert "hunter2" not in said.out + said.err
+        assert "?connect_timeout=2&password=***: cannot read" in said.err, said.err
+
+
+@pytest.mark.parametrize("kind", ["table", "link"])
+def test_a_new_ledger_and_its_wal_shm_and_lock_files_are_0640_whatever_the_umask(
+    kind: str, tmp_path: Path
+) -> None:
+    """Not SQLite's 0644 under a login's umask 022 (by hand, ``runuser``, ``sudo``)."""
+    path = tmp_path / f"{kind}.db"
+    old = os.umask(0o022)
+    try:
+        if kind == "table":
+            ledger = Ledger.create(path, PARAMS, at=AT, created_by={"operator": "ops-7"})
+        else:
+            LinkLedger.create(path, link_params(), at=AT, software="test")
+            ledger = LinkLedger.open(path, link_params(), at=AT)
+        try:
+            files = [path.with_name(path.name + end) for end in ("", "-wal", "-shm", ".lock")]
+            modes = {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files}
+        finally:
+            ledger.close()
+    finally:
+        os.umask(old)
+    assert modes == {f.name: "0o640" for f in files}

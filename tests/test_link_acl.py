@@ -61,7 +61,7 @@ class LinkBroker(DocBroker):
 
 @pytest.fixture
 def broker() -> Iterator[DocBroker]:
-    """The doc's floor: its configuration, ACL and accounts (link-a over tcp-07, tcp-08)."""
+    """The doc's floor: its configuration, ACL and accounts (link-a over uth-01, uth-02)."""
     doc_acl()  # docs/link.md agrees with it
     with DocBroker() as b:
         yield b
@@ -83,21 +83,21 @@ async def settle(seconds: float = 0.6) -> None:
 
 
 async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -> None:
-    params = dataclasses.replace(link_params(2), tables=frozenset({"tcp-07", "tcp-08"}))
+    params = dataclasses.replace(link_params(2), tables=frozenset({"uth-01", "uth-02"}))
     state = book.open_book(params)
-    t1, t2 = SimTable("tcp-07"), SimTable("tcp-08")
+    t1, t2 = SimTable("uth-01"), SimTable("uth-02")
     at_link: list[aiomqtt.Message] = []
     at_t1: list[aiomqtt.Message] = []
     at_t2: list[aiomqtt.Message] = []
     async with (
         client(broker, "link-a") as link,
-        client(broker, "tcp-07") as c1,
-        client(broker, "tcp-08") as c2,
+        client(broker, "uth-01") as c1,
+        client(broker, "uth-02") as c2,
         client(broker, "sign-lobby") as sign,
     ):
         await link.subscribe(f"{P}/link/link-a/from/+", qos=1)
         await c1.subscribe(f"{P}/link/link-a/to/#", qos=1)  # asks for more than it may read
-        await c2.subscribe(f"{P}/link/link-a/to/tcp-08", qos=1)
+        await c2.subscribe(f"{P}/link/link-a/to/uth-02", qos=1)
         tasks = [
             asyncio.create_task(collect(link, at_link)),
             asyncio.create_task(collect(c1, at_t1)),
@@ -105,11 +105,11 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -
         ]
         try:
             honest = m.encode(t1.contribute(3))
-            forged = m.encode(t2.contribute(500))  # tcp-07 pretending to be tcp-08
-            await c1.publish(m.from_table_topic(P, "link-a", "tcp-07"), honest, qos=1)
-            await c1.publish(m.from_table_topic(P, "link-a", "tcp-08"), forged, qos=1)
+            forged = m.encode(t2.contribute(500))  # uth-01 pretending to be uth-02
+            await c1.publish(m.from_table_topic(P, "link-a", "uth-01"), honest, qos=1)
+            await c1.publish(m.from_table_topic(P, "link-a", "uth-02"), forged, qos=1)
             await settle()
-            assert [str(x.topic) for x in at_link] == [f"{P}/link/link-a/from/tcp-07"]
+            assert [str(x.topic) for x in at_link] == [f"{P}/link/link-a/from/uth-01"]
             # The link answers what it received, through the book, on the sender's topic.
             for message in at_link:
                 assert isinstance(message.payload, bytes)
@@ -124,21 +124,21 @@ async def test_each_party_is_confined_by_the_documented_acl(broker: DocBroker) -
                     )
                 view = book.meter_view(params, state, "pmg", LINK_HEAD)
                 await link.publish(m.meter_topic(P, "link-a", "pmg"), m.encode(view), 1, True)
-            await link.publish(m.to_table_topic(P, "link-a", "tcp-08"), b'{"for":"tcp-08"}', qos=1)
+            await link.publish(m.to_table_topic(P, "link-a", "uth-02"), b'{"for":"uth-02"}', qos=1)
             # Tables and signs cannot write the link's topics.
             for rogue in (c1, sign):
                 await rogue.publish(m.meter_topic(P, "link-a", "pmg"), b"", qos=1, retain=True)
                 await rogue.publish(m.meter_topic(P, "link-a", "pmg"), b"{}", qos=1, retain=True)
-                await rogue.publish(m.to_table_topic(P, "link-a", "tcp-08"), b"fake", qos=1)
+                await rogue.publish(m.to_table_topic(P, "link-a", "uth-02"), b"fake", qos=1)
             await settle()
         finally:
             for task in tasks:
                 task.cancel()
-        # tcp-07 read only its own reply (not tcp-08's), and it says applied.
-        assert [str(x.topic) for x in at_t1] == [f"{P}/link/link-a/to/tcp-07"]
+        # uth-01 read only its own reply (not uth-02's), and it says applied.
+        assert [str(x.topic) for x in at_t1] == [f"{P}/link/link-a/to/uth-01"]
         reply = m.decode_link(at_t1[0].payload)
         assert isinstance(reply, m.Result) and reply.status == "applied" and reply.seq == 1
-        assert [x.payload for x in at_t2] == [b'{"for":"tcp-08"}']
+        assert [x.payload for x in at_t2] == [b'{"for":"uth-02"}']
         assert -state.balances["linked_wagers:pmg"] == 3 * 1_000_000  # the forgery never arrived
     # A sign subscribing now sees the link's retained meter, untouched by the rogues.
     async with client(broker, "sign-lobby") as sign:

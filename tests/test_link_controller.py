@@ -90,11 +90,13 @@ async def test_heartbeats_carry_the_next_expected_sequence(
         assert later.lseq == 2 and later.head.seq == 2
 
 
-async def test_a_forged_message_is_refused_journaled_and_changes_nothing(
+async def test_a_forged_message_is_refused_counted_and_changes_nothing(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
+    """A refusal that consumed no sequence is counted per table and code, not journaled
+    (docs/link.md, "Fair share")."""
     async with (
-        running(link_config(mosquitto, tmp_path)) as (_, journal),
+        running(link_config(mosquitto, tmp_path)) as (controller, journal),
         TableClient(mosquitto, "t1") as t1,
     ):
         before = journal.book
@@ -113,7 +115,8 @@ async def test_a_forged_message_is_refused_journaled_and_changes_nothing(
         await t1.send(b"{not json")
         await t1.wait("result", lambda r: r.code == "bad-json")
         assert journal.book == before
-        assert journal.kinds() == ["link_refused", "link_refused"]
+        assert journal.kinds() == []
+        assert controller.status()["refusals"] == {"t1": {"bad-json": 1, "forged": 1}}
 
 
 async def test_a_table_the_link_does_not_list_is_told_so_on_its_own_reply_topic(
@@ -122,7 +125,7 @@ async def test_a_table_the_link_does_not_list_is_told_so_on_its_own_reply_topic(
     """``unknown-table`` reaches the table that sent on its own topic (it cannot fix it by
     resending: docs/link.md, "Refusal codes"); a forgery for a stranger is answered to no one."""
     async with (
-        running(link_config(mosquitto, tmp_path)) as (_, journal),
+        running(link_config(mosquitto, tmp_path)) as (controller, journal),
         TableClient(mosquitto, "t9") as t9,
         TableClient(mosquitto, "t1") as t1,
     ):
@@ -131,7 +134,8 @@ async def test_a_table_the_link_does_not_list_is_told_so_on_its_own_reply_topic(
         refused = await t9.wait("result", lambda r: r.code == "unknown-table")
         assert (refused.status, refused.seq, refused.id, refused.lseq) == ("refused", 1, "t9-1", 0)
         assert refused.table == "t9" and "not a member of link link-a" in refused.reason
-        assert journal.book == before and journal.kinds() == ["link_refused"]
+        assert journal.book == before and journal.kinds() == []
+        assert controller.status()["refusals"] == {"(not a member)": {"unknown-table": 1}}
         assert not t9.of_type("heartbeat")  # heartbeats are for members only
         stranger = SimTable("t8").contribute(1)
         await t1.send(stranger)  # t8's message on t1's topic: forged, answered to t1

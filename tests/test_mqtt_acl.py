@@ -106,7 +106,8 @@ async def retained(broker: DocBroker, topic: str, settle: float = 1.0) -> dict[s
 
 
 def test_the_doc_names_the_accounts_the_tests_use() -> None:
-    assert doc_accounts() == ["tcp-07", "tcp-08", "link-a", "sign-lobby"]
+    assert doc_accounts() == ["uth-01", "uth-02", "link-a", "sign-lobby"]
+    assert set(doc_accounts()) <= set(PASSWORDS)
 
 
 async def test_rogue_clients_cannot_touch_another_tables_meter(
@@ -176,13 +177,21 @@ async def test_a_new_boot_unfreezes_a_sign_after_a_stale_high_seq(
 # --------------------------------------------------------------------------- the broker
 
 
-def test_the_documented_listeners_bind_an_address_not_every_interface() -> None:
+def test_the_documented_listeners_work_on_any_machine_and_bind_an_address() -> None:
+    """Pasted as is, the configuration listens on loopback only (an address the machine
+    lacks stops Mosquitto: tests/test_operations_install.py starts it verbatim in a root
+    whose only address is loopback); the floor's listener is a line to uncomment. Every
+    listener names its address, never every interface."""
     from tests.mqtt_schemas import MQTT_DOC
 
-    listeners = re.findall(r"^listener .*$", MQTT_DOC.read_text(), flags=re.MULTILINE)
+    conf = doc_block("`/etc/mosquitto/conf.d/progressive.conf`")
+    assert [line for line in conf.splitlines() if line.startswith("listener")] == [
+        "listener 1883 127.0.0.1"
+    ]
+    assert "#listener 1883 10.20.0.5" in conf.splitlines()
+    listeners = re.findall(r"^#?listener .*$", MQTT_DOC.read_text(), flags=re.MULTILINE)
     assert len(listeners) == 3, listeners  # the floor address, loopback, and TLS
     assert all(len(line.split()) == 3 for line in listeners), listeners  # port AND address
-    conf = doc_block("`/etc/mosquitto/conf.d/progressive.conf`")
     for line in ("use_username_as_clientid true", "persistence true", "allow_anonymous false"):
         assert line in conf.splitlines(), line
 
@@ -226,7 +235,7 @@ async def test_only_a_member_table_writes_its_request_topic_on_the_link(broker: 
     PUBACK 0x87) on a table's request topic; the link receives the table's own only."""
     got: list[str] = []
     link, sign = session(broker, "link-a"), session(broker, "sign-lobby")
-    t07, t08 = session(broker, "tcp-07"), session(broker, "tcp-08")
+    t07, t08 = session(broker, "uth-01"), session(broker, "uth-02")
 
     async def heard(message: aiomqtt.Message) -> None:
         got.append(f"{message.topic}:{message.payload!r}")
@@ -235,22 +244,22 @@ async def test_only_a_member_table_writes_its_request_topic_on_the_link(broker: 
     async with connected(link, sign, t07, t08):
         refused = [
             (sign, "progressive/link/link-a/from/sign-lobby"),
-            (sign, "progressive/link/link-a/from/tcp-07"),
+            (sign, "progressive/link/link-a/from/uth-01"),
             (link, "progressive/link/link-a/from/link-a"),
-            (link, "progressive/link/link-a/from/tcp-07"),
-            (t08, "progressive/link/link-a/from/tcp-07"),  # another table's topic
-            (t07, "progressive/link/link-b/from/tcp-07"),  # a link it is not on
+            (link, "progressive/link/link-a/from/uth-01"),
+            (t08, "progressive/link/link-a/from/uth-01"),  # another table's topic
+            (t07, "progressive/link/link-b/from/uth-01"),  # a link it is not on
         ]
         for who, topic in refused:
             assert await who.publish(topic, b"forged") is False, (who.options.username, topic)
             assert who.denied[topic] == "not authorised"
-        assert await t07.publish("progressive/link/link-a/from/tcp-07", b"own") is True
+        assert await t07.publish("progressive/link/link-a/from/uth-01", b"own") is True
         async with asyncio.timeout(5):
             while not got:
                 await asyncio.sleep(0.01)
     # The broker handles one client's packets at a time, in order: had a refused message
     # been delivered, it would have arrived before the table's own.
-    assert got == ["progressive/link/link-a/from/tcp-07:b'own'"]
+    assert got == ["progressive/link/link-a/from/uth-01:b'own'"]
 
 
 async def test_a_table_cannot_take_the_link_controllers_session(
@@ -264,13 +273,13 @@ async def test_a_table_cannot_take_the_link_controllers_session(
 
     secret = tmp_path / "link.pw"
     secret.write_text(PASSWORDS["link-a"] + "\n")
-    data = link_data(broker.port, tmp_path, tables=["tcp-07", "tcp-08"])
+    data = link_data(broker.port, tmp_path, tables=["uth-01", "uth-02"])
     data["mqtt"].update(username="link-a", password_file=str(secret))
     config = link_config_from(data, tmp_path / "link.toml")
-    table = SimTable("tcp-07")
+    table = SimTable("uth-01")
     async with (
         running(config) as (controller, _),
-        TableClient(broker, "tcp-07", PASSWORDS["tcp-07"]) as t07,
+        TableClient(broker, "uth-01", PASSWORDS["uth-01"]) as t07,
     ):
         await t07.send(table.contribute(1))
         await t07.wait("result", lambda r: r.seq == 1 and r.status == "applied")
@@ -278,11 +287,11 @@ async def test_a_table_cannot_take_the_link_controllers_session(
             async with aiomqtt.Client(
                 broker.host,
                 broker.port,
-                username="tcp-08",
-                password=PASSWORDS["tcp-08"],
+                username="uth-02",
+                password=PASSWORDS["uth-02"],
                 identifier=identifier,
             ) as rogue:
-                await rogue.publish("progressive/table/tcp-08/status", b"{}", qos=1)
+                await rogue.publish("progressive/table/uth-02/status", b"{}", qos=1)
         await t07.send(table.contribute(1))
         await t07.wait("result", lambda r: r.seq == 2 and r.status == "applied")
         assert controller.mqtt.connected and controller.mqtt.attempts == 1
@@ -335,24 +344,12 @@ async def test_a_controller_the_acl_does_not_match_keeps_its_outbox_and_is_unhea
 
 
 def test_broker_acl_writes_the_documented_acl_and_accounts(tmp_path: Path) -> None:
-    """``progressivectl broker-acl`` from the floor's files prints docs/mqtt.md's ACL (which
-    the tests above load into Mosquitto) and its account steps."""
-    link = tmp_path / "link.toml"
-    link.write_text(
-        (ROOT / "config" / "link.toml")
-        .read_text()
-        .replace('tables = ["uth-01", "uth-02"]', 'tables = ["tcp-08", "tcp-07"]')
-    )
-    tables = []
-    for table in ("tcp-07", "tcp-08"):
-        path = tmp_path / f"{table}.toml"
-        path.write_text(
-            (ROOT / "config" / "progressived.toml")
-            .read_text()
-            .replace('id = "tcp-07"', f'id = "{table}"', 1)
-            .replace('# username = "tcp-07"', f'username = "{table}"')
-        )
-        tables += ["--table-config", str(path)]
+    """``progressivectl broker-acl`` from the shipped pair's files, as shipped
+    (config/link.toml, config/linked-table.toml), prints docs/mqtt.md's ACL (which the tests
+    above load into Mosquitto) and its account steps: the doc and the files name the same
+    tables."""
+    link = ROOT / "config" / "link.toml"
+    tables = ["--table-config", str(ROOT / "config" / "linked-table.toml")]
     args = ["broker-acl", "--link-config", str(link), *tables, "--sign", "sign-lobby"]
     acl = ctl(*args)
     assert (acl.returncode, acl.stderr) == (0, "")
@@ -373,8 +370,8 @@ def test_broker_acl_writes_the_documented_acl_and_accounts(tmp_path: Path) -> No
         "table id 'tcp-07' (the ACL's user name)\n"
     )
     # One name, two accounts.
-    clash = ctl("broker-acl", "--link-config", str(link), "--sign", "tcp-07")
-    assert clash.returncode == 2 and "'tcp-07' is both a table of link-a and a sign" in clash.stderr
+    clash = ctl("broker-acl", "--link-config", str(link), "--sign", "uth-01")
+    assert clash.returncode == 2 and "'uth-01' is both a table of link-a and a sign" in clash.stderr
 
 
 def ctl(*args: str) -> subprocess.CompletedProcess[str]:

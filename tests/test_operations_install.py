@@ -69,7 +69,6 @@ case "$1" in
   sed -i -e 's|^# password_file = .*|password_file = "/etc/progressived/link-mqtt-password"|' "$1" ;;
 /etc/mosquitto/conf.d/progressive.conf) cat /root/operator-bin/progressive.conf > "$1" ;;
 /etc/mosquitto/progressive.acl) cat /root/operator-bin/progressive.acl > "$1" ;;
-/etc/progressived/sign-mqtt-password) head -c 24 /dev/urandom | base64 > "$1" ;;
 *) echo "editor: no edit scripted for $1" >&2; exit 1 ;;
 esac
 """
@@ -117,6 +116,10 @@ def test_the_install_blocks_are_marked_and_only_the_named_lines_are_skipped() ->
         assert words in text
     assert "`journalctl`" in text
     assert f"V={VERSION}" in blocks["table"], "the table block installs this version's wheel"
+    # Each install block stops at its first failing command (not the by-hand ones: Ctrl-C
+    # there would end the operator's shell).
+    for name in ("table", "broker", "link", *SIGN_BLOCKS):
+        assert blocks[name].startswith("set -e\n"), name
     with pytest.raises(AssertionError, match="continues"):
         runnable("systemctl restart \\\n  mosquitto\n")
 
@@ -366,7 +369,7 @@ def test_mosquitto_starts_with_what_the_broker_block_installed(installed: Instal
     accounts = [
         line.split(":")[0] for line in root.host("/etc/mosquitto/passwd").read_text().splitlines()
     ]
-    assert accounts == ["tcp-07", "link-a"]
+    assert accounts == ["tcp-07", "link-a", "sign-lobby"]  # the sign's from docs/sign.md
     log = installed.mosquitto_log
     assert "Error" not in log, log
     # The only warnings allowed: those the ACL's own content draws (docs/mqtt.md's to fix).
@@ -413,6 +416,25 @@ def test_running_by_hand_needs_its_runtime_directory_then_logs_in_and_stops_on_c
             assert status.returncode == 0, status
             answer = json.loads(status.output[status.output.index("{") :])
             assert answer["status"]["broker"]["connected"] is True, answer
+        # An operator in the control group (operations.md: `usermod -aG progressive-ops`),
+        # not root: under the root's hidepid=invisible /proc (the units' ProtectProc=invisible)
+        # the daemons cannot read the caller's /proc/<pid>; they ask the group database.
+        operator = root.bash(
+            "useradd -m alice && usermod -aG progressive-ops alice && id alice\n"
+            "runuser -u alice -- progressivectl status\n"
+            "runuser -u alice -- progressivectl status "
+            "--socket /run/progressived-link/control.sock\n"
+        )
+        assert operator.returncode == 0, operator
+        assert "permission denied" not in operator.output, operator
+        assert "table tcp-07" in operator.output and "link link-a" in operator.output, operator
+        # The sign's account (docs/sign.md's block made it) reads the table's retained status.
+        sign = root.bash(
+            "mosquitto_sub -h 127.0.0.1 -u sign-lobby -P \"$(cat /etc/progressived/sign-mqtt-password)\" "
+            "-t progressive/table/tcp-07/status -C 1 -W 30"
+        )
+        assert sign.returncode == 0, sign
+        assert '"table": "tcp-07"' in sign.output or '"table":"tcp-07"' in sign.output, sign
     finally:
         for proc in procs.values():
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on the terminal running the block

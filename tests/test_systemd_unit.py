@@ -170,7 +170,7 @@ def parse_unit(text: str) -> dict[str, dict[str, list[str]]]:
     """Sections -> key -> every value in order (comments and blank lines skipped)."""
     sections: dict[str, dict[str, list[str]]] = {}
     current: dict[str, list[str]] | None = None
-    for raw in text.splitlines():
+    for raw in re.sub(r"\\\n", " ", text).splitlines():  # a line ending in \ goes on
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -501,3 +501,49 @@ def test_dashboard_queries_parse_as_promql(tmp_path: Path) -> None:
         )
     )
     assert run(promtool, "check", "rules", str(bad)).returncode != 0
+
+
+# ----------------------------------------------------------------------- every unit
+UNITS = sorted((ROOT / "systemd").glob("*.service"))
+# Descriptors a daemon may hold at most (LimitNOFILE=, soft and hard): above what its own
+# bounds need (the listeners' connection limits, the broker, the ledger, the board, the
+# control socket, a few dozen of Python's own), so a flood of clients meets the listener's
+# refusal before the process runs out; below the kernel's default hard limit, so a leak
+# ends at a known number instead of the machine's.
+NOFILE = 4096
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=[u.name for u in UNITS])
+def test_every_unit_sets_its_descriptor_limit(unit: Path) -> None:
+    assert len(UNITS) >= 4
+    assert parse_unit(unit.read_text())["Service"]["LimitNOFILE"] == [str(NOFILE)]
+
+
+def test_the_simulated_board_drop_in_allows_a_pty_and_verifies(tmp_path: Path) -> None:
+    """systemd/progressived-simulated-board.conf: the unit with it verifies (systemd-analyze
+    reads the drop-ins of a unit beside it) and may open a pty; a broken drop-in is seen."""
+    drop_in = ROOT / "systemd" / "progressived-simulated-board.conf"
+    assert parse_unit(drop_in.read_text())["Service"] == {"DeviceAllow": ["char-pts rw"]}
+    unit = verifiable_copy(tmp_path)
+    folder = tmp_path / "progressived.service.d"
+    folder.mkdir()
+    (folder / "simulated-board.conf").write_text(drop_in.read_text())
+    assert verify(unit) == ""
+    (folder / "simulated-board.conf").write_text(drop_in.read_text() + "DeviceAllowz=x\n")
+    assert "DeviceAllowz" in verify(unit)
+
+
+def test_every_units_user_and_groups_are_made_by_a_shipped_sysusers_file() -> None:
+    """A unit whose User= no sysusers file makes fails at start (status=217/USER)."""
+    made: set[str] = set()
+    for path in (ROOT / "systemd").glob("*.sysusers"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if words and words[0] in ("u", "g"):
+                made.add(words[1])
+    debian = {"dialout", "video", "render", "input"}  # the base system's groups
+    for unit in UNITS:
+        s = parse_unit(unit.read_text())["Service"]
+        assert s["User"][0] in made, f"{unit.name}: no sysusers file makes {s['User'][0]}"
+        for group in [*s.get("Group", []), *" ".join(s.get("SupplementaryGroups", [])).split()]:
+            assert group in made | debian, f"{unit.name}: no sysusers file makes {group}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import grp
 import signal
 import sys
 import threading
@@ -38,6 +39,12 @@ def register(sub: Any) -> None:
         metavar="S",
         help="heartbeat interval until the controller sets one (default 1.0)",
     )
+    p.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="give the pty to GROUP with mode 0660, e.g. dialout: the installed service's "
+        "user may then open it (docs/operations.md)",
+    )
     p.add_argument("--no-stdin", action="store_true", help="do not read commands from stdin")
     p.set_defaults(handler=run)
 
@@ -65,13 +72,14 @@ async def _run_line(sim: BoardSimulator, line: str, where: str) -> bool:
         return True
 
 
-async def simulate(args: argparse.Namespace) -> int:
+async def simulate(args: argparse.Namespace, group: int | None = None) -> int:
     sim = BoardSimulator(
         board_id=args.board_id,
         seats=args.seats,
         link=args.link,
         heartbeat_interval_s=args.heartbeat,
         on_output=_out,
+        group=group,
     )
     path = await sim.start()
     loop = asyncio.get_running_loop()
@@ -119,8 +127,22 @@ def run(args: argparse.Namespace) -> int:
     if args.script is not None and not args.script.is_file():
         print(f"progressivectl simulate-board: {args.script}: no such file", file=sys.stderr)
         return 2
+    group = None
+    if args.group is not None:
+        try:
+            group = grp.getgrnam(args.group).gr_gid
+        except KeyError:
+            print(f"progressivectl simulate-board: --group: no group {args.group}", file=sys.stderr)
+            return 2
     try:
-        return asyncio.run(simulate(args))
+        return asyncio.run(simulate(args, group))
+    except PermissionError as exc:
+        print(
+            f"progressivectl simulate-board: cannot give the pty to group {args.group}: "
+            f"{exc.strerror} (run it as root, or as a member of {args.group})",
+            file=sys.stderr,
+        )
+        return 2
     except OSError as exc:
         print(f"progressivectl simulate-board: {exc}", file=sys.stderr)
         return 2

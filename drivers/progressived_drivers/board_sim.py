@@ -59,7 +59,9 @@ class BoardSimulator:
         state_every: int = 5,
         on_output: Callable[[str], None] | None = None,
         faults: Iterable[str] = (),
+        group: int | None = None,
     ) -> None:
+        """``group``: the gid each pty is given, mode 0660 (:class:`SimPty`)."""
         if not 1 <= seats <= p.MAX_SEATS:
             raise ValueError(f"seats must be 1..{p.MAX_SEATS}")
         self.faults = frozenset(faults)
@@ -86,7 +88,7 @@ class BoardSimulator:
             "unexpected": 0,
         }
         self._lights: dict[int, Light] = dict.fromkeys(range(1, seats + 1), Light.CLOSED)
-        self._pty = SimPty(self.link, self._readable, self._dropped)
+        self._pty = SimPty(self.link, self._readable, self._dropped, group)
         self._decoder = p.FrameDecoder()
         self._task: asyncio.Task[None] | None = None
         self._last_controller_rx: float | None = None

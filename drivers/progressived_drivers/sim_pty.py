@@ -16,6 +16,8 @@ import tty
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+DEVICE_MODE = 0o660  # a serial adapter's under udev (systemd/99-progressive-board.rules)
+
 
 class SimPty:
     """A pty that can be plugged and unplugged. Use it inside a running loop."""
@@ -25,8 +27,13 @@ class SimPty:
         link: Path | None,
         on_readable: Callable[[], None],
         on_dropped: Callable[[int], None],
+        group: int | None = None,
     ) -> None:
+        """``group``: give each pty's slave to this gid with mode 0660, as udev gives a USB
+        adapter to ``dialout``; otherwise it stays as ``openpty`` makes it (the caller's,
+        group ``tty``, 0620: no other user may open it)."""
         self.link = link
+        self.group = group
         self.plugged = False
         self.path: str | None = None
         self._on_readable = on_readable
@@ -40,6 +47,14 @@ class SimPty:
         """Create the pty (and point the link at it); returns the path a driver opens."""
         master, slave = os.openpty()
         tty.setraw(slave)
+        if self.group is not None:
+            try:
+                os.fchown(slave, -1, self.group)
+                os.fchmod(slave, DEVICE_MODE)
+            except OSError:
+                os.close(master)
+                os.close(slave)
+                raise
         os.set_blocking(master, False)
         self._master, self._slave = master, slave
         self.path = os.ttyname(slave)

@@ -79,12 +79,16 @@ def identity_gap(balances: Mapping[str, int], meter_ids: Iterable[str]) -> int:
     return funded + contributed - held - paid
 
 
+_COPYABLE = (dict, MappingProxyType)
+
+
 def post(balances: Mapping[str, int], postings: Iterable[Posting]) -> Mapping[str, int]:
     """``balances`` with ``postings`` added (a new read-only mapping; the input is unchanged)."""
     postings = tuple(postings)
     if not postings:
         return balances
-    out = dict(balances)
+    # A MappingProxyType's copy() is its dict's, in C; dict() of a proxy walks its keys.
+    out = balances.copy() if type(balances) in _COPYABLE else dict(balances)  # type: ignore[attr-defined]
     for posting in postings:
         out[posting.account] = out.get(posting.account, 0) + posting.units
     return MappingProxyType(out)

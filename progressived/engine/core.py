@@ -113,11 +113,7 @@ def decide(
 ) -> Decision:
     """Apply ``command`` to ``state`` under ``params``; never raises for a bad command."""
     match command:
-        case Sensors() | Lock() | KeyHand() | Confirm() | Reject() | SamePlayer():
-            return _round(params, state, command, meter)
-        case Reconcile() | Void() | SetClosed():
-            return _round(params, state, command, meter)
-        case LinkedWagers():
+        case LinkedWagers():  # first: the link's stream of contributions is the hot path
             linked = meterbook.linked(
                 params,
                 state.balances,
@@ -128,6 +124,10 @@ def decide(
                 command.contribution_id,
             )
             return _outcome(state, linked)
+        case Sensors() | Lock() | KeyHand() | Confirm() | Reject() | SamePlayer():
+            return _round(params, state, command, meter)
+        case Reconcile() | Void() | SetClosed():
+            return _round(params, state, command, meter)
         case AdjustMeter():
             return _outcome(state, meterbook.adjust(params, state.balances, _view(state), command))
         case TransferMeter():

@@ -15,10 +15,15 @@ from progressived.engine.events import (
     AwardConfirmed,
     AwardKeyed,
     AwardReversed,
+    EnvyPaid,
     Event,
     HandKeyed,
     HandUnkeyed,
+    LateBet,
+    LinkedContribution,
+    MeterAdjusted,
     MeterOpened,
+    MeterTransferred,
     RoundLocked,
     RoundReconciled,
     RoundVoided,
@@ -26,6 +31,7 @@ from progressived.engine.events import (
     SpotsJoined,
     TableClosed,
     TableOpened,
+    TrayPaid,
     WagerLocked,
     WagerRefunded,
 )
@@ -40,7 +46,14 @@ from progressived.engine.meter_port import (
     VoidAward,
 )
 from progressived.engine.meter_requests import MeterAward
-from progressived.engine.state import KeyedHand, Phase, TableState, link_closures
+from progressived.engine.state import KeyedHand, Phase, TableState, link_closures, with_balances
+
+# Events that move money only: no case of ``evolve`` below matches them and no meter request
+# is answered by them (``_answers``), so their state is the old one with the postings
+# folded. The hot path (a linked contribution per wager) skips the match for them.
+_BALANCES_ONLY = frozenset(
+    {LateBet, LinkedContribution, TrayPaid, EnvyPaid, MeterAdjusted, MeterTransferred}
+)
 
 
 def _new_round(state: TableState) -> TableState:
@@ -100,7 +113,11 @@ def _answered(state: TableState, event: Event) -> TableState:
 
 def evolve(state: TableState, event: Event) -> TableState:
     """Fold one event into the state (pure; used for replay and by ``decide``)."""
-    state = replace(state, balances=accounts.post(state.balances, event.postings))
+    state = with_balances(state, accounts.post(state.balances, event.postings))
+    if type(event) in _BALANCES_ONLY:
+        return state
+    # A kind given a case below must leave _BALANCES_ONLY (tests/test_engine_shortcuts.py
+    # compares both paths over every kind a round emits).
     if state.awaiting:
         state = _answered(state, event)
     match event:

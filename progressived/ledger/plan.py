@@ -22,6 +22,7 @@ from progressived.engine.events import Event, Posting
 from progressived.engine.meter_requests import request_to_dict
 from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
+from progressived.ledger.event_text import event_text
 from progressived.ledger.rows import AppendResult, Batch, JournalRow, Record, dumps, nonzero
 from progressived.storage.port import JournalValues
 
@@ -139,11 +140,12 @@ def plan(
                 )
                 prev = row_hash
                 for leg, posting in enumerate(postings):
-                    if type(posting.units) is not int:
+                    account, units = posting.account, posting.units
+                    if type(units) is not int:
                         raise ValueError(f"{kind}: amounts must be integers")
-                    legs.append((seq, leg, posting.account, posting.units))
-                    balances[posting.account] = balances.get(posting.account, 0) + posting.units
-                    touched[posting.account] = seq
+                    legs.append((seq, leg, account, units))
+                    balances[account] = balances.get(account, 0) + units
+                    touched[account] = seq
                 count += 1
                 if item.outbox is not None:  # only the outbox callback needs them
                     rows.append(
@@ -193,6 +195,9 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
         ]
     specs: list[_Spec] = []
     for event in item.events:
+        text = event_text(event)
+        # The dict is needed for the encoder's text or the outbox callback's rows only.
+        data = event_dict(event) if text is None or item.outbox is not None else _UNUSED
         specs.append(
             (
                 chain.clean("at", event.at) or at,
@@ -200,16 +205,17 @@ def _specs(item: Batch | Record, at: str) -> list[_Spec]:
                 event.seat,
                 event.kind,
                 "engine",
-                event_dict(event),
+                data,
                 event.postings,
-                None,
+                text,
             )
         )
-        if sum(p.units for p in event.postings):
+        if sum([p.units for p in event.postings]):
             raise ValueError(f"{event.kind} postings do not balance")
     return specs
 
 
+_UNUSED: dict[str, Any] = {}  # a spec's data when its text is known and no callback reads it
 _FIELDS: dict[type[Event], tuple[str, ...]] = {}
 
 

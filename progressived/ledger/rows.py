@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from progressived.engine.events import Event, Posting
@@ -17,13 +18,29 @@ from progressived.engine.state import TableState
 
 CATEGORIES = ("engine", "system", "operator", "parameter")
 
-# One encoder for every row: ``json.dumps`` with options builds a new one on each call.
+# One encoder for every row: ``json.dumps`` with options builds a new one on each call, and
+# ``JSONEncoder.encode`` builds its C encoder on each call too; this is that C encoder, made
+# once with the same settings (sort_keys, "," and ":", ASCII, no NaN). It keeps no markers
+# (so no shared state between threads): a value that contains itself ends in the C
+# encoder's RecursionError, reported as the ValueError the markers would have given.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+_C_ENCODE = (
+    c_make_encoder(
+        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False
+    )
+    if c_make_encoder is not None
+    else None
+)
 
 
 def dumps(data: Mapping[str, Any]) -> str:
     """The stored JSON text: sorted keys, no spaces, ASCII only, no NaN (hash-stable)."""
-    return _ENCODER.encode(data)
+    if _C_ENCODE is None:  # an interpreter without the C accelerator
+        return _ENCODER.encode(data)
+    try:
+        return "".join(_C_ENCODE(data, 0))
+    except RecursionError:
+        raise ValueError("Circular reference detected") from None
 
 
 def nonzero(balances: Mapping[str, int]) -> dict[str, int]:

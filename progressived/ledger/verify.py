@@ -261,12 +261,11 @@ def _run(
             threads.submit(checks.postings, path, head, limit),
         ]
         if kind is not None:
-            jobs.append(threads.submit(checks.latest_snapshot, path, head, kind.snapshot_balances))
+            sums = threads.submit(checks.sums_and_snapshot, path, head, kind.snapshot_balances)
         else:
-            jobs.append(threads.submit(checks.latest_snapshot, path, head))
+            sums = threads.submit(checks.sums_and_snapshot, path, head)
         if integrity:
             jobs.append(threads.submit(checks.integrity, path))
-        sums = threads.submit(checks.sums, path)
         # This process walks the first part; the forked one the rest at about the same pace.
         share = 1 if split is None else 2
         tick = None if progress is None else (lambda done: progress(done * share, head))
@@ -287,7 +286,8 @@ def _run(
             found.extend(checks.replay(conn, head, states, limit))
         for job in jobs:
             found.extend(job.result())
-        balances = sums.result()
+        balances, snapshot_findings = sums.result()
+        found.extend(snapshot_findings)
     report.rows, report.head_seq, report.head_hash = rows, last, last_hash
     if progress is not None:
         progress(rows, head)

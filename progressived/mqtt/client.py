@@ -11,14 +11,24 @@ must stay small (docs/performance.md), uses it too.
 * **The client id** is the account's user name (docs/mqtt.md, "Accounts and client ids"):
   with Mosquitto's ``use_username_as_clientid`` no account can take another's session.
 * **TCP_NODELAY** on every socket (:data:`NO_DELAY`).
+* **An intake** (the link controller's): every received message handed at once, from the
+  client's own callback, to a function that files it without waiting, and packets read on
+  while the socket has more, for :data:`READ_BURST_S` each time it is readable. aiomqtt's message
+  iterator costs a task and a turn of the event loop per message, and paho reads one
+  packet per turn while nothing is outgoing: a busy loop then read a few messages a
+  second while a flooding account filled the broker's queue for it, and the broker dropped
+  the other tables' messages with the flood's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import select
 import socket
 import ssl
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -26,6 +36,7 @@ from typing import Any, Self
 import aiomqtt
 import paho.mqtt.client as paho
 from aiomqtt.exceptions import MqttConnectError
+from paho.mqtt.enums import MQTTErrorCode
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
@@ -41,6 +52,8 @@ NOT_AUTHORISED_CODES = frozenset({4, 5, 134, 135})
 UNSUPPORTED_PROTOCOL_CODES = frozenset({1, 132})
 REFUSED = 0x80  # an acknowledgement's reason code from here up: the packet was not accepted
 PENDING_CALLS_WARN = 100_000  # publishes awaiting PUBACK before aiomqtt logs a warning
+READ_BURST_S = 0.005  # with an intake, read on while the socket has more, this long
+Intake = Callable[[str, bytes], None]  # (topic, payload): files a message, never waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +142,31 @@ class SessionClient(aiomqtt.Client):
     own bookkeeping (``_client``, ``_pending_call``, ``_wait_for``), as its ``publish`` does.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, intake: Intake | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refusals: dict[int, ReasonCode] = {}
+        self._intake = intake
+        if intake is not None:
+            self._client.loop_read = self._read_burst  # type: ignore[method-assign]
+
+    def _read_burst(self, max_packets: int = 1) -> MQTTErrorCode:
+        """paho's ``loop_read`` while the socket has more, for :data:`READ_BURST_S` at
+        most (paho reads one packet a call, or as many as it has messages in flight)."""
+        client = self._client
+        deadline = time.monotonic() + READ_BURST_S
+        rc = paho.Client.loop_read(client, max_packets)
+        while rc == paho.MQTT_ERR_SUCCESS and time.monotonic() < deadline:
+            sock = client.socket()
+            if sock is None or not _readable(sock):
+                break
+            rc = paho.Client.loop_read(client, max_packets)
+        return rc
+
+    def _on_message(self, client: paho.Client, userdata: Any, message: paho.MQTTMessage) -> None:
+        if self._intake is None:
+            super()._on_message(client, userdata, message)
+        else:
+            self._intake(message.topic, bytes(message.payload))
 
     def _on_publish(
         self,
@@ -182,11 +217,21 @@ class SessionClient(aiomqtt.Client):
             event.set()
 
 
+def _readable(sock: Any) -> bool:
+    if isinstance(sock, ssl.SSLSocket) and sock.pending() > 0:
+        return True
+    return bool(select.select([sock], [], [], 0)[0])
+
+
 def new_client(
-    options: BrokerOptions, *, v5: bool, will: aiomqtt.Will | None = None
+    options: BrokerOptions,
+    *,
+    v5: bool,
+    will: aiomqtt.Will | None = None,
+    intake: Intake | None = None,
 ) -> SessionClient:
     """A fresh client for one attempt (a reused aiomqtt client can report "connected"
-    before the broker acknowledged)."""
+    before the broker acknowledged); ``intake``: every message goes to it (see the module)."""
     tls = options.tls
     client = SessionClient(
         hostname=options.host,
@@ -203,6 +248,7 @@ def new_client(
         max_inflight_messages=options.max_inflight,
         max_queued_incoming_messages=options.max_queued_incoming,
         socket_options=NO_DELAY,
+        intake=intake,
     )
     if options.max_inflight is not None:
         # aiomqtt warns once per publish beyond 10 awaiting their PUBACK (queued ones

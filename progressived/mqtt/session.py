@@ -47,6 +47,7 @@ import aiomqtt
 from progressived.mqtt.client import (
     REFUSED,
     BrokerOptions,
+    Intake,
     SessionClient,
     describe,
     login_refused,
@@ -115,6 +116,8 @@ class MqttSession:
         self.backoff = backoff or Backoff(options.reconnect_initial_s, options.reconnect_max_s)
         self.will: WillFactory | None = None  # the last will of each attempt (built per attempt)
         self.gate: Callable[[], bool] | None = None  # asked before each attempt (None: yes)
+        # every message, at once, instead of the handlers (progressived.mqtt.client)
+        self.intake: Intake | None = None
         self.brokers = options.brokers
         self.broker_index = 0  # the broker of the current (or next) attempt in ``brokers``
         self.v5 = True  # until the broker says it speaks only MQTT 3.1.1
@@ -213,7 +216,7 @@ class MqttSession:
                 continue
             self.attempts += 1
             will = await self.will() if self.will is not None else None
-            client = new_client(self.options, v5=self.v5, will=will)
+            client = new_client(self.options, v5=self.v5, will=will, intake=self.intake)
             began: float | None = None
             failure: BaseException | None = None
             noted = False

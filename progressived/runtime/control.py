@@ -46,12 +46,23 @@ class Peer:
     gid: int
 
     def groups(self) -> set[int]:
-        """Primary and supplementary groups of the peer process (from /proc)."""
+        """The peer's gid (from ``SO_PEERCRED``) and its uid's groups in the group database.
+
+        Not the process's own list from ``/proc/<pid>/status``: the units'
+        ``ProtectProc=invisible`` hides other users' processes from the daemon, so every
+        operator but root would read as in no group. The group database (``getpwuid`` and
+        ``getgrouplist``, what ``id USER`` prints) is what ``usermod -aG`` changes; the
+        socket's own mode (0660, the group) is checked by the kernel against the caller's
+        process groups first.
+        """
         found = {self.gid}
+        try:
+            user = pwd.getpwuid(self.uid)
+        except KeyError:  # a uid without an account: its gid alone
+            return found
+        found.add(user.pw_gid)
         with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("Groups:"):
-                    found.update(int(g) for g in line.split()[1:])
+            found.update(os.getgrouplist(user.pw_name, user.pw_gid))
         return found
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import socket
 import stat
 from pathlib import Path
@@ -24,6 +25,8 @@ import structlog
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
+
+    from progressived.runtime.metrics_http import MetricsServer
 
 log = structlog.get_logger("progressived.listen")
 
@@ -40,23 +43,39 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def serve_metrics(registry: CollectorRegistry, address: str, port: int, key: str) -> int:
-    """Serve ``registry`` on ``http://address:port/metrics`` in a thread; the bound port.
+def serve_metrics(registry: CollectorRegistry, address: str, port: int, key: str) -> MetricsServer:
+    """Serve ``registry`` on ``http://address:port/metrics`` from a bounded server in its own
+    thread (:mod:`progressived.runtime.metrics_http`); the server, its bound port ``.port``.
 
     ``key`` names the configuration section in the error (``[metrics]``).
     """
-    import prometheus_client  # noqa: PLC0415 - progressivectl imports this module too
+    from progressived.runtime.metrics_http import MetricsServer  # noqa: PLC0415 - progressivectl imports this module too
 
+    server = MetricsServer(registry, address, port)
     try:
-        server, _thread = prometheus_client.start_http_server(port, addr=address, registry=registry)
+        server.start()
     except OSError as exc:  # EADDRINUSE, EADDRNOTAVAIL, EACCES, an unknown host name
         why = exc.strerror or str(exc)
         raise ListenError(
             f"cannot listen on {host_port(address, port)} for metrics: {why} (another "
             f"process has the port? set {key} address and port, or enabled = false)"
         ) from None
-    bound: int = server.server_port
-    return bound
+    return server
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft ``RLIMIT_NOFILE`` to its hard limit (systemd's default soft
+    limit is 1024 whatever the hard one); the soft limit now. Every listener bounds its own
+    connections well below it, so the ledger, the broker and the control socket keep theirs.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError):  # not allowed here (a container's limit): keep ours
+            return soft
+        return hard
+    return soft
 
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the socket file this process made

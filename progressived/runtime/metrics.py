@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import prometheus_client
 
-from progressived.runtime.listen import serve_metrics
+from progressived.runtime.listen import raise_open_files_limit, serve_metrics
+from progressived.runtime.metrics_http import MetricsServer
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -21,11 +22,21 @@ class Endpoint:
     """The HTTP exposition of a process's registry (``self.registry``), for both processes."""
 
     registry: prometheus_client.CollectorRegistry
+    server: MetricsServer | None = None
 
     def serve(self, address: str, port: int) -> int:
-        """Serve /metrics on ``address:port`` in a thread; returns the bound port (a port
-        that cannot be had raises :class:`progressived.runtime.listen.ListenError`)."""
-        return serve_metrics(self.registry, address, port, "[metrics]")
+        """Serve /metrics on ``address:port`` from a bounded server in its own thread
+        (:mod:`progressived.runtime.metrics_http`); returns the bound port (a port that
+        cannot be had raises :class:`progressived.runtime.listen.ListenError`). The
+        process's soft descriptor limit is raised to its hard one first."""
+        raise_open_files_limit()
+        self.server = serve_metrics(self.registry, address, port, "[metrics]")
+        return self.server.port
+
+    def stop_serving(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

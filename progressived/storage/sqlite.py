@@ -40,6 +40,10 @@ from progressived.storage.sqlite_version import require_sqlite
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 BUSY_TIMEOUT_MS = 5000
 GENESIS = "0" * 64
+# A new ledger file and its lock: the daemon's user writes, its group reads, others nothing
+# (the audit record of a table's money is not the world's, whatever the umask; SQLite gives
+# the -wal and -shm files the database file's mode).
+FILE_MODE = 0o640
 
 # SQLite primary result codes that mean "cannot write now", not "bad data".
 _UNAVAILABLE_CODES = frozenset({3, 5, 6, 8, 10, 13, 14, 15, 22})  # PERM BUSY LOCKED READONLY
@@ -138,7 +142,7 @@ def lock(path: Path) -> int:
     """Take the one-writer lock ``PATH.lock`` (released by the kernel if the process dies)."""
     lock_path = path.with_name(path.name + ".lock")
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as exc:
         raise LedgerUnavailable(
             f"ledger {path}: cannot create {lock_path}: {exc.strerror}"
@@ -151,6 +155,22 @@ def lock(path: Path) -> int:
             f"ledger {path} is open for writing by another process (lock {lock_path})"
         ) from None
     return fd
+
+
+def create(path: Path) -> None:
+    """Make a missing ledger file with :data:`FILE_MODE` before SQLite opens it.
+
+    SQLite would make it 0644 less the umask (0644 by hand, under ``runuser`` or ``sudo``),
+    and its ``-wal`` and ``-shm`` files after it with the same mode. Called with the lock
+    held, so no other writer makes the file in between; an existing file is left as it is.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise LedgerUnavailable(f"ledger {path}: cannot create it: {exc.strerror}") from None
+    os.close(fd)
 
 
 class SqliteStore:
@@ -181,6 +201,7 @@ class SqliteStore:
         try:
             if presence != "any":
                 check_presence(path, presence)
+            create(path)
             conn = sqlite3.connect(
                 path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
@@ -244,7 +265,7 @@ class SqliteStore:
                 self.conn.backup(copy)
             finally:
                 copy.close()
-            part.chmod(0o640)
+            part.chmod(FILE_MODE)
             part.replace(target)
         except sqlite3.Error as exc:
             raise translate(exc, target) from None

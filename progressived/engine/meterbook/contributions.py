@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from math import floor
+from numbers import Rational
 
 from progressived.core.params import AboveLimit, TableParams
 from progressived.engine import accounts
@@ -43,14 +45,38 @@ def contribution(
     Shares are floored to the unit; what flooring leaves is retained by the house, so
     nothing is created or lost.
     """
+    key = (id(params), count, source)
+    cached = _UNLIMITED.get(key)
+    if cached is not None and cached[0] is params:
+        return cached[1]
+    postings = _contribution(params, balances, count, source)
+    if all(meter.limit is None for meter in params.meters):
+        # Without a limit the postings do not depend on the balances: keep them for the
+        # next wagers of this count (the link's stream repeats one count). The entry holds
+        # ``params`` itself, so its id cannot be reused by other parameters while cached.
+        if len(_UNLIMITED) >= _UNLIMITED_SIZE:
+            _UNLIMITED.clear()
+        _UNLIMITED[key] = (params, postings)
+    return postings
+
+
+# Contributions under parameters whose meters have no limit: (id(params), count, source)
+# -> (params, postings). Postings are immutable, so one tuple serves every such wager.
+_UNLIMITED: dict[tuple[int, int, str], tuple[TableParams, Postings]] = {}
+_UNLIMITED_SIZE = 256
+
+
+def _contribution(
+    params: TableParams, balances: Mapping[str, int], count: int, source: str
+) -> Postings:
     wager = params.wager_units * count
     postings = [Posting(source, -wager)]
     retained = wager
     for meter in params.meters:
         if meter.link is not None:
             continue  # the link applies its own rates to the wagers' full units
-        to_meter = floor(wager * meter.rate)
-        to_reserve = floor(wager * meter.reserve_rate)
+        to_meter = _share(wager, meter.rate)
+        to_reserve = _share(wager, meter.reserve_rate)
         retained -= to_meter + to_reserve
         excess = 0
         if meter.limit is not None:
@@ -68,6 +94,15 @@ def contribution(
     if retained:
         postings.append(Posting(accounts.HOUSE_RETAINED, retained))
     return tuple(postings)
+
+
+def _share(wager: int, rate: Fraction) -> int:
+    """``floor(wager * rate)``, in integers: the same exact result as the ``Fraction``
+    product without building one (a ``Fraction``'s denominator is positive, so ``//``
+    floors as ``floor`` does). Each contribution computes two per meter: the hot path."""
+    if isinstance(rate, Rational):
+        return wager * rate.numerator // rate.denominator
+    return floor(wager * rate)  # not a rational (a float from a caller): as before
 
 
 def linked(

@@ -6,6 +6,12 @@ commits the steps with one :meth:`LinkJournal.commit` (group commit), and only t
 publishes the replies and the meters that changed. Every message of a batch is answered
 with the link ledger's head as of the commit before the batch (what ``receive`` is given),
 so a replay reproduces each result exactly.
+
+A refusal that consumed no sequence changed nothing: its ``Refused`` event is counted and
+listed (``Outcome.refusals``) but left out of the steps to journal, so junk costs the
+ledger no row (docs/link.md, "Fair share"). Its answer, and a ``resend`` answer, is marked
+(``Outgoing.non_final_to``) so the controller can keep such answers within a budget per
+table.
 """
 
 from __future__ import annotations
@@ -41,13 +47,15 @@ class Outgoing:
     topic: str
     payload: bytes
     retain: bool = False
+    # an answer that consumed nothing (a refusal with lseq 0, a resend): the table it is to
+    non_final_to: str = ""
 
 
 @dataclass
 class Outcome:
     """What a batch did: the steps to commit, what to publish after, and how it went."""
 
-    steps: list[tuple[Step, int]] = field(default_factory=list)
+    steps: list[tuple[Step, int]] = field(default_factory=list)  # to journal: Applied only
     replies: list[Outgoing] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # applied|refused|resend|duplicate
     refusals: list[Refused] = field(default_factory=list)  # not consuming a sequence
@@ -79,14 +87,24 @@ def run_batch(
         step = book.receive(
             params, out.state, item.payload, topic_table=table, at_ms=item.at_ms, head=head
         )
-        out.steps.append((step, item.at_ms))
         out.state = step.state
         _count(out, step)
+        if any(isinstance(e, Refused) for e in step.events):  # counted, not journaled
+            step = Step(step.state, _applied(step), step.replies)
+        out.steps.append((step, item.at_ms))
         for reply in step.replies:
             if reply.table in params.tables or _told_not_a_member(reply, table):
                 topic = to_table_topic(prefix, params.link_id, reply.table)
-                out.replies.append(Outgoing(topic, encode(reply)))
+                non_final = (
+                    isinstance(reply, Result) and reply.lseq == 0 and reply.status != "applied"
+                )
+                to = reply.table if non_final else ""
+                out.replies.append(Outgoing(topic, encode(reply), non_final_to=to))
     return out
+
+
+def _applied(step: Step) -> tuple[Applied, ...]:
+    return tuple(e for e in step.events if isinstance(e, Applied))
 
 
 def _told_not_a_member(reply: object, topic_table: str) -> bool:

@@ -40,7 +40,7 @@ from progressived.link.runtime.config import LinkConfig
 from progressived.link.runtime.leadership import Leadership
 from progressived.link.runtime.metrics import LinkMetrics
 from progressived.link.runtime.mqtt_adapter import LinkMqtt
-from progressived.link.runtime.ratelimit import RateLimitedLog
+from progressived.link.runtime.refusals import Refusals
 from progressived.runtime.clock import utc_now
 from progressived.runtime.control import ControlServer, Peer
 from progressived.runtime.lifecycle import Lifecycle
@@ -84,9 +84,8 @@ class LinkController:
             ("applied", "refused", "resend", "duplicate"), 0
         )
         self.batches = 0
-        self.unreadable: dict[str, int] = {}  # payloads the decoder refused (seq 0), by code
         self.heard: dict[str, float] = {}
-        self.refusal_log = RateLimitedLog()
+        self.refusals = Refusals(config.params.tables)
         self._shown: dict[str, tuple[int, int, object]] = {}
         self.lost = asyncio.Event()  # this term's lease is lost: stand down
         # a task ending once the lease is lost is the stand-down, not a crash (each term
@@ -101,6 +100,7 @@ class LinkController:
         return LinkMqtt(
             self.config.mqtt,
             self.params.link_id,
+            tables=self.params.tables,
             on_connect=self.republish_meters,
             gate=self.leadership.holds,
         )
@@ -159,8 +159,8 @@ class LinkController:
             table = lb.sender_of(self.prefix, self.params.link_id, item.topic)
             if table in self.params.tables:
                 self.heard[table] = now
-        self._log_refusals(outcome)
-        self.mqtt.send(outcome.replies)
+        self._note_refusals(outcome)
+        self.mqtt.send(self.refusals.answers(outcome.replies))
         self.mqtt.send(self._changed_meters(), everywhere=True)
         return outcome
 
@@ -168,23 +168,17 @@ class LinkController:
         """The lease is lost: stop serving at once, then stand by (or exit 5)."""
         standby.lose(self, why)
 
-    def _log_refusals(self, outcome: lb.Outcome) -> None:
-        for r in outcome.refusals:
-            if r.seq == 0:  # not a message of the protocol: no sequence to name
-                self.unreadable[r.code] = self.unreadable.get(r.code, 0) + 1
-                if self.metrics is not None:
+    @property
+    def unreadable(self) -> dict[str, int]:
+        """Payloads the decoder refused (seq 0), by code (the status's ``unreadable``)."""
+        return dict(self.refusals.unreadable)
+
+    def _note_refusals(self, outcome: lb.Outcome) -> None:
+        self.refusals.note(outcome)
+        if self.metrics is not None:
+            for r in outcome.refusals:
+                if r.seq == 0:
                     self.metrics.unreadable.labels(self.params.link_id, r.code).inc()
-            self.refusal_log.warning(
-                "message refused", table=r.table, seq=r.seq, code=r.code, reason=r.reason
-            )
-        for a in outcome.final_refusals:
-            self.refusal_log.warning(
-                "message refused (sequence consumed)",
-                table=a.table,
-                seq=a.seq,
-                code=a.result.code,
-                reason=a.result.reason,
-            )
 
     def _views(self) -> dict[str, LinkedMeter]:
         return lb.meters(self.params, self.ledger.book, self.ledger.head)
@@ -215,12 +209,14 @@ class LinkController:
         ]
 
     async def _process(self) -> None:
+        """Batches from the inbox, each member table given its share of every batch."""
         inbox, limit = self.mqtt.inbox, self.config.batch_max
         while True:
-            items = [await inbox.get()]
-            while len(items) < limit and not inbox.empty():
-                items.append(inbox.get_nowait())
-            await self.handle(items)
+            await inbox.wait()
+            items = inbox.take(limit)
+            if items:
+                await self.handle(items)
+            await asyncio.sleep(inbox.ready_in() if not items else 0)
 
     async def _beat(self) -> None:
         """Heartbeats to every member table; the systemd watchdog while healthy."""
@@ -231,7 +227,7 @@ class LinkController:
             # No heartbeat while the ledger file is gone: the tables close the linked
             # progressive (link-down) and keep their messages until it is back.
             if self.mqtt.connected and not self.ledger_file:
-                self.mqtt.send(self.heartbeats(), everywhere=True)
+                self.mqtt.send(self.heartbeats(), everywhere=True, urgent=True)
             # Pinged while the file is gone: a restart would close the only copy of its rows.
             if self.ledger_error is None or self.ledger_file:
                 self.notifier.watchdog()
@@ -275,6 +271,9 @@ class LinkController:
     def status(self) -> dict[str, Any]:
         return views.status(self)
 
+    def fairness(self) -> dict[str, Any]:
+        return views.fairness(self)
+
     async def _control(self, request: Mapping[str, Any], peer: Peer) -> dict[str, Any]:
         if request.get("action") == "status":
             return {"ok": True, "status": self.status()}
@@ -291,7 +290,9 @@ class LinkController:
         structlog.contextvars.bind_contextvars(link=self.params.link_id)
         cfg = self.config
         if cfg.metrics.enabled:
-            self.metrics = LinkMetrics(self.params, self._book, self.health, self.leadership)
+            self.metrics = LinkMetrics(
+                self.params, self._book, self.health, self.leadership, self.fairness
+            )
             self.metrics_port = self.metrics.serve(cfg.metrics.address, cfg.metrics.port)
             log.info("metrics", address=cfg.metrics.address, port=self.metrics_port)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from progressived.core.money import cents
@@ -128,6 +128,43 @@ class _Scrape(Collector):
         yield lseq
 
 
+class _Fairness(Collector):
+    """Each table's share, read at scrape time from :func:`views.fairness`'s dict: inbox
+    drops, refusals by code, answers held back (docs/link.md, "Fair share")."""
+
+    def __init__(self, link: str, fairness: Callable[[], Mapping[str, Any]]) -> None:
+        self.link, self.fairness = link, fairness
+
+    def collect(self) -> Iterable[Any]:
+        now = self.fairness()
+        dropped = CounterMetricFamily(
+            "progressive_link_inbox_dropped",
+            "Messages dropped because their table's inbox lane was full (its outbox sends "
+            "them again), per table.",
+            labels=["link", "table"],
+        )
+        for table, n in now["inbox"]["dropped"].items():
+            dropped.add_metric([self.link, table], n)
+        yield dropped
+        refusals = CounterMetricFamily(
+            "progressive_link_refusals",
+            "Messages refused without consuming a sequence (not journaled), per table and code.",
+            labels=["link", "table", "code"],
+        )
+        for table, codes in now["refusals"].items():
+            for code, n in codes.items():
+                refusals.add_metric([self.link, table, code], n)
+        yield refusals
+        held = CounterMetricFamily(
+            "progressive_link_answers_dropped",
+            "Refusal and resend answers beyond their table's budget, not sent, per table.",
+            labels=["link", "table"],
+        )
+        for table, n in now["answers_dropped"].items():
+            held.add_metric([self.link, table], n)
+        yield held
+
+
 class LinkMetrics(Endpoint):
     """The registry, the counters the controller updates, and the HTTP endpoint."""
 
@@ -137,6 +174,7 @@ class LinkMetrics(Endpoint):
         book: Callable[[], BookState | None],
         health: Callable[[], Mapping[str, float]],
         leadership: Leadership | None = None,
+        fairness: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.link = params.link_id
         self.registry = CollectorRegistry(auto_describe=True)
@@ -170,6 +208,8 @@ class LinkMetrics(Endpoint):
             registry=self.registry,
         )
         self.registry.register(_Scrape(params, book, health, leadership))
+        if fairness is not None:
+            self.registry.register(_Fairness(self.link, fairness))
 
     def count(self, counts: Mapping[str, int]) -> None:
         for outcome, n in counts.items():

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from progressived.core.money import cents, display
 from progressived.engine import accounts
+from progressived.link.runtime.inbox import STRANGERS
 from progressived.link.runtime.leadership import ACTIVE
+from progressived.link.runtime.refusals import NOT_A_MEMBER
 
 if TYPE_CHECKING:
     from progressived.link.runtime.controller import LinkController
@@ -30,7 +32,33 @@ def health(c: LinkController) -> dict[str, float]:
         "ledger_ok": float(c.ledger_error is None),
         "tables_heard": float(sum(now - t <= HEARD_WINDOW_S for t in c.heard.values())),
         "inbox_depth": float(c.mqtt.inbox.qsize()),
+        "inbox_high_water": float(c.mqtt.inbox.high_water),
         "active": float(c.leadership.role == ACTIVE),
+    }
+
+
+def _label(lane: str) -> str:
+    return NOT_A_MEMBER if lane == STRANGERS else lane
+
+
+def fairness(c: LinkController) -> dict[str, Any]:
+    """Each table's share: what waits and was dropped in the inbox (this term), refusals
+    by table and code, and refusal or resend answers held back (docs/link.md, "Fair share").
+    The metrics thread calls it too: each count is copied (one C call) before it is read."""
+    inbox, refusals = c.mqtt.inbox, c.refusals
+    by_table: dict[str, dict[str, int]] = {}
+    for (table, code), n in sorted(dict(refusals.by_table).items()):
+        by_table.setdefault(table, {})[code] = n
+    return {
+        "inbox": {
+            "depth": inbox.qsize(),
+            "high_water": inbox.high_water,
+            "lane_max": inbox.lane_max,
+            "waiting": {_label(k): n for k, n in sorted(inbox.depths().items())},
+            "dropped": {_label(k): n for k, n in sorted(dict(inbox.dropped).items())},
+        },
+        "refusals": by_table,
+        "answers_dropped": dict(sorted(dict(refusals.answers_dropped).items())),
     }
 
 
@@ -77,6 +105,7 @@ def status(c: LinkController) -> dict[str, Any]:
         "tables": tables,
         "messages": dict(c.counts),
         "unreadable": dict(c.unreadable),
+        **fairness(c),
         "batches": c.batches,
         "broker": {
             "connected": c.mqtt.connected,
