@@ -15,7 +15,9 @@ THOROUGH = os.environ.get("PROGRESSIVED_THOROUGH", "") not in ("", "0")
 
 # The modules whose properties `.ci/reliability` runs again at their full counts.
 PROPERTY_MODULES = (
+    "tests/test_engine_shortcuts.py",
     "tests/test_engine_stateful.py",
+    "tests/test_ledger_event_text.py",
     "tests/test_link_book.py",
     "tests/test_link_messages.py",
     "tests/test_outside_decoders.py",
