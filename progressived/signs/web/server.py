@@ -59,7 +59,7 @@ class SignServer:
 
     login: BrokerLogin
     prefix: str = "progressive"
-    tables: tuple[str, ...] = ()  # empty: every table under the prefix (unless links given)
+    tables: tuple[str, ...] = ()  # the tables shown (named in the configuration): only these
     links: tuple[str, ...] = ()  # linked meters shown (docs/link.md); none unless asked for
     banner_s: float = 30.0
     keepalive_s: int = 5
@@ -83,7 +83,8 @@ class SignServer:
     config: SignConfig = field(default_factory=SignConfig)  # names, paytables, colours
 
     def __post_init__(self) -> None:
-        self.floor = Floor(self.prefix, self.banner_s)
+        named = [f"table/{t}" for t in self.tables] + [f"link/{k}" for k in self.links]
+        self.floor = Floor(self.prefix, self.banner_s, named=frozenset(named))
         self.trouble = TroubleLog(self._say)
 
     def _say(self, line: str) -> None:
@@ -92,7 +93,9 @@ class SignServer:
 
     def topics(self) -> list[str]:
         """Status first (a new boot restarts the seq expectation), then meters, events."""
-        ids = self.tables or (() if self.links else ("+",))
+        # Only the tables shown, never a wildcard: the broker then neither delivers nor queues
+        # a message for a table the sign does not show (a flood there costs the sign nothing).
+        ids = self.tables
         topics = [
             f"{self.prefix}/table/{ident}/{leaf}"
             for leaf in ("status", "meter/+", "event")
@@ -111,7 +114,7 @@ class SignServer:
             return heard
         keys = {s["key"] for s in heard}
         shown = [("table", t) for t in self.tables] + [("link", k) for k in self.links]
-        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
+        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys]
         return sorted(heard + unheard, key=lambda s: str(s["key"]))
 
     def snapshot(self, html: bool = False) -> dict[str, Any]:
