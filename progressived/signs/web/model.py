@@ -26,6 +26,7 @@ _SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop red
 MAX_METERS = 8  # meters (levels) per source; a sign shows three
 MAX_PENDING = 16  # pending awards per source
 MAX_ENVY = 32  # envy lines per round (a table has at most 7 seats)
+MAX_REASONS = 16  # closed reasons per source (a controller has a handful)
 # table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
 _REASONS = {"operator": "closed by an operator"}
 
@@ -256,7 +257,7 @@ class Floor:
             ][-MAX_PENDING:]
         closed = data.get("closed")
         if isinstance(closed, list):
-            src.closed_reasons = {str(r) for r in closed}
+            src.closed_reasons = {str(r) for r in closed[:MAX_REASONS]}
             src.closed_seq = max(src.closed_seq, seq)
         return True
 
@@ -363,6 +364,9 @@ class Floor:
             case "table_closed" | "table_opened" if seq <= src.closed_seq:
                 return False  # a meter as new or newer already listed the closures
             case "table_closed":
+                if len(src.closed_reasons) >= MAX_REASONS:
+                    self.problem = f"more than {MAX_REASONS} closed reasons"
+                    return False
                 src.closed_reasons.add(str(data.get("reason", "closed")))
             case "table_opened":
                 src.closed_reasons.discard(str(data.get("reason", "")))

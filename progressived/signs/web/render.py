@@ -19,9 +19,10 @@ from typing import Any
 from progressived.signs.web.look import SignConfig, SourceLook
 from progressived.signs.web.model import dollars
 from progressived.signs.web.paytable import hand_name, level_name, money, pay_rows
-from progressived.signs.web.words import closed_words
+from progressived.signs.web.words import Closure, closure, player_words
 
 WAITING = "Waiting for a table to publish its meter…"
+UPDATING = "Jackpot meter updating soon"  # what players read while the sign is STALE
 # Advance widths (em) of a bold sans's glyphs, for the first frame's digit size before the
 # script measures the real font (DejaVu Sans Bold, the kiosk's default font on Debian).
 _EM = {",": 0.38, ".": 0.38, "-": 0.42}
@@ -125,9 +126,15 @@ def _status(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str
             f"{_t(where)} · Seat {int(award['seat'])}</div>"
         )
     if source_state(src) == "closed":
-        reasons = ["controller offline"] if src["status"] == "offline" else list(src["closed"])
-        words = "; ".join(closed_words(reasons)) or "Closed"
-        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_t(words, 160)}</div>')
+        # Players read a calm line decided from the typed reasons; the reasons themselves are
+        # for staff (/state.json, the logs), never on the glass.
+        closures = (
+            [Closure.CONTROLLER_OFFLINE]
+            if src["status"] == "offline"
+            else [closure(str(r)) for r in src["closed"]]
+        )
+        words = player_words(closures)
+        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_e(words)}</div>')
         offline = src["status"] == "offline"
         links = sorted(
             {
@@ -254,7 +261,8 @@ def page_html(
         f'data-odometer-ms="{config.odometer_ms}">\n{heading}'
         f'<main id="floor" data-count="{count}" style="--cols:{cols};--rows:{rows}">'
         f"{body}</main>\n"
-        f'<div id="stale"{"" if stale else " hidden"}><strong>STALE</strong> '
-        f'<span id="stale-why">{_e(why)}</span></div>\n'
+        f'<div id="stale" data-detail="{_e(why)}"{"" if stale else " hidden"}>'
+        f'<strong>STALE</strong> <span id="stale-why">{_e(UPDATING if stale else "")}</span>'
+        "</div>\n"
         '<script src="/static/sign.js"></script>\n</body>\n</html>\n'
     )

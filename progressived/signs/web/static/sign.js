@@ -196,8 +196,12 @@
 
   // --- STALE and the end of a celebration ----------------------------------------------------
   function faults() {
-    for (const f of document.querySelectorAll(".fault")) f.textContent = staleWhy ? "NOT LIVE · " + staleWhy : "";
+    for (const f of document.querySelectorAll(".fault")) f.textContent = staleWhy ? UPDATING : "";
   }
+
+  // Players read this while the sign cannot vouch for its value; why (for staff) is in the
+  // bar's data-detail, in /state.json and in the sign server's log, never on the glass.
+  const UPDATING = "Jackpot meter updating soon";
 
   function staleness() {
     const t = now();
@@ -213,7 +217,9 @@
       staleWhy = why;
       body.dataset.stale = why ? "true" : "false";
       document.getElementById("stale").hidden = !why;
-      document.getElementById("stale-why").textContent = why;
+      const bar = document.getElementById("stale");
+      bar.dataset.detail = why;
+      document.getElementById("stale-why").textContent = why ? UPDATING : "";
       faults();
       fitAll();  // the STALE bar takes (or gives back) a line of the screen
     }
