@@ -18,6 +18,7 @@ import aiomqtt
 import pytest
 
 from progressived.testing.broker import Mosquitto, free_port
+from progressived.testing.waits import until
 from tests.websign_feed import LinkFeed, TableFeed
 from tests.websign_geometry import layout_problems, texts
 from tests.websign_harness import ROOT, WebSign, browsers, screenshots, sign_servers, until_shown
@@ -197,3 +198,33 @@ const check = () => {
 };
 check();
 """
+
+
+async def test_a_table_retired_from_the_configuration_leaves_the_open_bank(
+    mosquitto: Mosquitto,
+    tmp_path: Path,
+    sign_servers: Callable[..., WebSign],
+    browsers: Callable[..., Any],
+) -> None:
+    both = await sign_servers(mosquitto.port, args=("--table", "t1", "--table", "t2")).start()
+    async with aiomqtt.Client(mosquitto.host, mosquitto.port) as client:
+        for table in ("t1", "t2"):
+            feed = TableFeed(client, table)
+            await feed.online()
+            await feed.meter("main", 100_00)
+    driver = browsers(1280, 720)
+    await asyncio.to_thread(driver.get, both.url("/"))
+    tiles_js = "return [...document.querySelectorAll('section.source')].map(s => s.dataset.key)"
+
+    async def tiles() -> list[str]:
+        found: list[str] = await asyncio.to_thread(driver.execute_script, tiles_js)
+        return found
+
+    async def showing(keys: list[str]) -> bool:
+        return await tiles() == keys
+
+    await until(lambda: showing(["table/t1", "table/t2"]), "both tiles")
+    both.close()  # t2 retired: the sign restarted on the same port without it
+    one = await sign_servers(mosquitto.port, args=("--table", "t1"), port=both.port).start()
+    await until(lambda: showing(["table/t1"]), "t2's tile gone after the page reconnected", 20)
+    one.close()

@@ -243,8 +243,14 @@
       tickMs = (snap.tick_s || 1) * 1000;
       if (typeof snap.odometer_ms === "number") odometerMs = snap.odometer_ms;
       broker = snap.broker;
+      // A tile the server no longer shows (a table retired from its configuration) goes.
+      const keys = new Set(snap.sources.map((src) => src.key));
+      for (const box of floor.querySelectorAll("section.source")) {
+        if (!keys.has(box.dataset.key)) box.remove();
+      }
       for (const src of snap.sources) take(src);
       staleness();
+      fitAll();
     });
     events.addEventListener("source", (e) => { heard(); take(JSON.parse(e.data)); });
     events.addEventListener("broker", (e) => { heard(); broker = JSON.parse(e.data); staleness(); });
