@@ -220,8 +220,9 @@ async def test_a_table_retired_from_the_configuration_leaves_the_open_bank(
         found: list[str] = await asyncio.to_thread(driver.execute_script, tiles_js)
         return found
 
-    async def showing(keys: list[str]) -> bool:
-        return await tiles() == keys
+    async def showing(keys: list[str]) -> list[str] | None:
+        found = await tiles()
+        return found if found == keys else None
 
     await until(lambda: showing(["table/t1", "table/t2"]), "both tiles")
     both.close()  # t2 retired: the sign restarted on the same port without it
