@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -224,8 +225,8 @@ async def test_a_table_retired_from_the_configuration_leaves_the_open_bank(
         found = await tiles()
         return found if found == keys else None
 
-    await until(lambda: showing(["table/t1", "table/t2"]), "both tiles")
+    await until(partial(showing, ["table/t1", "table/t2"]), "both tiles")
     both.close()  # t2 retired: the sign restarted on the same port without it
     one = await sign_servers(mosquitto.port, args=("--table", "t1"), port=both.port).start()
-    await until(lambda: showing(["table/t1"]), "t2's tile gone after the page reconnected", 20)
+    await until(partial(showing, ["table/t1"]), "t2's tile gone after the page reconnected", 20)
     one.close()
