@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -186,7 +187,7 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
     if not tables and not links:
         raise LoginError(
             "name what this sign shows: --table, --link, --config or --from FILE "
-            "(no /etc/progressived/progressived.toml or link.toml to read)"
+            "(no readable /etc/progressived/progressived.toml or link.toml)"
         )
     if args.max_connections is not None and args.max_connections < 1:
         raise LoginError("--max-connections must be at least 1")
@@ -245,7 +246,9 @@ def _with_controller_files(args: argparse.Namespace, config: SignConfig) -> Sign
 
     files = list(args.from_files or ())
     if not files and not args.table and not args.link and not config.sources:
-        files = [path for path in DEFAULT_FILES if path.is_file()]
+        # Only those this user may read: the table's file is 0640 root:progressived, and a
+        # sign running as its own user is then told to name its tables (exit 2), not refused.
+        files = [path for path in DEFAULT_FILES if path.is_file() and os.access(path, os.R_OK)]
     if not files:
         return config
     try:
