@@ -129,10 +129,7 @@ def test_pending_names_the_award_table_and_seat() -> None:
     pending = [{"seat": 3, "hand": "akq-spades", "cents": 100_045}]
     floor = floor_with(status(), meter(100_006, 19, state="pending", pending=pending))
     text = visible(page(floor))
-    assert (
-        "JACKPOT PENDING | AKQ Spades | $1,000.45 | Table 7 · Seat 3"
-        in text
-    )
+    assert "JACKPOT PENDING | AKQ Spades | $1,000.45 | Table 7 · Seat 3" in text
 
 
 def test_the_winner_banner_names_hand_amount_table_and_asset_number() -> None:
@@ -268,3 +265,13 @@ def test_a_reason_is_typed_once_and_staff_read_it_with_its_token() -> None:
         "the link controller refused this table (see its code) (link refused: unknown-meter); "
         "closed by an operator (operator)"
     )
+
+
+def test_a_bank_says_progressive_jackpot_once_per_tile_and_no_raw_link_id() -> None:
+    floor = floor_with(status("t1"), meter(100_000, 1, "t1"))
+    floor.receive("progressive/link/link-a/meter/pmg",
+                  json.dumps({"link": "link-a", "units": 10**9, "epoch": 1, "lseq": 1}).encode(), 0)  # fmt: skip
+    html = page_html(SignConfig(), floor.snapshot(0), CONNECTED, "")
+    text = visible(html)
+    assert text.lower().count("progressive jackpot") == 2, text  # one level name per tile
+    assert "Link link-a" not in html and 'data-fallback="Linked progressive"' in html

@@ -79,12 +79,17 @@ def placeholder(kind: str, ident: str) -> dict[str, Any]:
 
 
 def _head(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str:
-    title = config.title or (look.paytable.title if look.paytable else "Progressive Jackpot")
+    # The game's title when something says it (the sign file, the paytable); never a generic
+    # "Progressive Jackpot" over a level already called that (it read twice on every tile).
+    title = config.title or (look.paytable.title if look.paytable else "")
     logo = '<img class="logo" src="/logo" alt="">' if config.logo else ""
-    fallback = f"Link {src['id']}" if src["kind"] == "link" else str(src["id"])
+    # A bank tile must say which table it is: the table's asset number; a link's meter is
+    # "Linked progressive" (its id means nothing to players).
+    fallback = "Linked progressive" if src["kind"] == "link" else str(src["id"])
+    shown = f'<div class="title">{_e(title)}</div>' if title else ""
     return (
         f'<header class="head">{logo}<div class="titles">'
-        f'<div class="title">{_e(title)}</div>'
+        f"{shown}"
         f'<div class="where" data-fallback="{_t(fallback)}">{_e(look.name)}</div>'
         "</div></header>"
     )
@@ -246,9 +251,12 @@ def page_html(
     body = "".join(source_html(s, config) for s in shown)
     if not shown:
         body = f'<p id="empty" class="quiet">{_e(WAITING)}</p>'
-    title = config.title or "Progressive jackpot"
+    looks = [config.look(str(s["kind"]), str(s["id"])) for s in shown]
+    titles = {look.paytable.title if look.paytable else "" for look in looks}
+    common = titles.pop() if len(titles) == 1 else ""
+    title = config.title or common or "Progressive jackpot"  # the browser tab's title
     heading = ""
-    if kind == "bank":
+    if kind == "bank" and (config.title or config.logo):  # each tile has its own title
         logo = '<img class="logo" src="/logo" alt="">' if config.logo else ""
         heading = f'<header id="top">{logo}<span id="title">{_e(title)}</span></header>'
     return (
