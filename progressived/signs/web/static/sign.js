@@ -150,8 +150,21 @@
     }
   }
 
+  // The title and the table's name: on one line, smaller when they would not fit the width.
+  function fitNames(section) {
+    const room = section.clientWidth * 0.94;
+    for (const el of section.querySelectorAll(".head .title, .head .where")) {
+      el.style.fontSize = "";
+      if (el.scrollWidth > room) {
+        const size = parseFloat(getComputedStyle(el).fontSize);
+        el.style.fontSize = (size * room / el.scrollWidth * 0.98).toFixed(2) + "px";
+      }
+    }
+  }
+
   function fit(section) {
     if (!section) return;
+    fitNames(section);
     fitTable(section);
     const levels = section.querySelector(".levels");
     if (!levels) return;
