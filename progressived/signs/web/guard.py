@@ -21,9 +21,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
+if TYPE_CHECKING:  # aiohttp is the web extra's: only the server module imports it at run time
+    from aiohttp import web
 
 __all__ = [
     "BUSY_RESPONSE",
@@ -130,22 +131,27 @@ class Guard:
     def factory(self, make: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
         return lambda: GuardedProtocol(self, make)
 
-    @web.middleware
-    async def middleware(
-        self,
-        request: web.Request,
-        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
-    ) -> web.StreamResponse:
-        """A whole head arrived: no head deadline while the request is served; the next one
-        (an idle keep-alive) has ``head_timeout_s`` again once this one ends."""
-        guarded = self.open.get(request.transport) if request.transport else None
-        if guarded is not None:
-            guarded.disarm()
-        try:
-            return await handler(request)
-        finally:
+    def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
+        """aiohttp's middleware: a whole head arrived, so no head deadline while the request
+        is served; the next one (an idle keep-alive) has ``head_timeout_s`` again once this
+        one ends. (Built here, marked as ``@web.middleware`` marks it, so that this module
+        imports without aiohttp.)"""
+
+        async def middleware(
+            request: web.Request,
+            handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+        ) -> web.StreamResponse:
+            guarded = self.open.get(request.transport) if request.transport else None
             if guarded is not None:
-                guarded.arm()
+                guarded.disarm()
+            try:
+                return await handler(request)
+            finally:
+                if guarded is not None:
+                    guarded.arm()
+
+        setattr(middleware, "__middleware_version__", 1)  # noqa: B010 (what @web.middleware sets)
+        return middleware
 
 
 class GuardedProtocol(asyncio.Protocol):

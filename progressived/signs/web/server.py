@@ -260,7 +260,7 @@ class SignServer:
             raise _Dropped from None
 
     def app(self, guard: Guard | None = None) -> web.Application:
-        app = web.Application(middlewares=[guard.middleware] if guard is not None else [])
+        app = web.Application(middlewares=[guard.middleware()] if guard is not None else [])
         app.router.add_get("/", self.page)
         app.router.add_get("/{kind:table|link}/{id}", self.page)
         app.router.add_get("/logo", self.logo)
