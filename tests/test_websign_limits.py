@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -19,6 +20,7 @@ import aiomqtt
 import pytest
 
 from progressived.signs.broker import BrokerLogin
+from progressived.signs.web.guard import Guard, TroubleLog
 from progressived.signs.web.server import _CLIENT_BACKLOG, SignServer, serve
 from progressived.testing.broker import Mosquitto, free_port
 from progressived.testing.waits import until
@@ -136,3 +138,20 @@ async def test_head_of_the_event_stream_answers_with_headers_only(mosquitto: Mos
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
         assert body == b""
+
+
+def test_the_http_servers_own_errors_are_one_line_per_kind_not_a_traceback_each() -> None:
+    said: list[str] = []
+    guard = Guard(TroubleLog(said.append))
+    guard.quiet_library_logs()
+    try:
+        for _ in range(1000):  # e.g. asyncio's "socket.accept() out of system resource"
+            try:
+                raise OSError(24, "Too many open files")
+            except OSError:
+                logging.getLogger("asyncio").error("socket.accept() failed", exc_info=True)
+    finally:
+        guard.restore_library_logs()
+    assert len(said) == 1 and "Traceback" not in said[0], said
+    assert said[0].startswith("sign: the HTTP server reported a problem: socket.accept() failed")
+    assert not logging.getLogger("asyncio").filters  # given back when the server stops

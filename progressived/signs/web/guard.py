@@ -82,6 +82,9 @@ class TroubleLog:
         return True
 
 
+_LIBRARY_LOGGERS = ("aiohttp.server", "aiohttp.web", "asyncio")
+
+
 class _OneLinePerKind(logging.Filter):
     """aiohttp's and asyncio's own error records (a traceback each) as rate-limited lines."""
 
@@ -121,12 +124,18 @@ class Guard:
     open: dict[asyncio.BaseTransport, GuardedProtocol] = field(default_factory=dict)
 
     def quiet_library_logs(self) -> None:
-        """Route aiohttp's and asyncio's error records through the trouble log."""
+        """Route aiohttp's and asyncio's error records through the trouble log (until
+        :meth:`restore_library_logs`)."""
         only = _OneLinePerKind(self.trouble)
-        for name in ("aiohttp.server", "aiohttp.web", "asyncio"):
+        for name in _LIBRARY_LOGGERS:
+            logging.getLogger(name).addFilter(only)
+
+    def restore_library_logs(self) -> None:
+        for name in _LIBRARY_LOGGERS:
             logger = logging.getLogger(name)
-            if not any(isinstance(f, _OneLinePerKind) for f in logger.filters):
-                logger.addFilter(only)
+            for found in [f for f in logger.filters if isinstance(f, _OneLinePerKind)]:
+                if found.trouble is self.trouble:
+                    logger.removeFilter(found)
 
     def factory(self, make: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
         return lambda: GuardedProtocol(self, make)

@@ -335,3 +335,4 @@ async def serve(
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(None)
         await runner.cleanup()
+        guard.restore_library_logs()
