@@ -14,10 +14,11 @@ from pathlib import Path
 import aiomqtt
 
 from progressived.mqtt.payloads import EVENT_KEYS
+from progressived.mqtt.session import MqttSession
 from progressived.mqtt.session import suback_refused as _refused
 from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin
 from progressived.signs.screen import HOME_CLEAR, Screen, redraw
-from progressived.signs.terminal import SignView, big, run_sign
+from progressived.signs.terminal import SignView, _SignNotices, big, run_sign
 from progressived.testing.broker import Mosquitto, free_port
 from tests.doc_broker import PASSWORDS, DocBroker
 
@@ -485,3 +486,16 @@ def test_the_view_ignores_malformed_meters_and_events_whole() -> None:
     assert view.banner == ""
     # An unknown kind is no error: ignored (changes nothing).
     assert not view.receive(event, event_msg(kind="new_kind", table="t1", seq=6))
+
+
+def test_a_sign_that_lost_its_broker_says_so_never_that_the_table_is_offline() -> None:
+    view = SignView("progressive", "main", "t1")
+    view.receive("progressive/table/t1/status", msg(status="online", table="t1", boot="b"))
+    view.receive(METER, meter_msg(display="$1,000.45", state="open", seq=3))
+    notices = _SignNotices(BrokerLogin(), view, lambda line: None, "t1")
+    session = MqttSession(BrokerLogin(port=1).options())
+    notices.disconnected(session, 1.0)
+    assert view.status_line().startswith("NOT LIVE") and "OFFLINE" not in view.render()
+    assert view.display == "$1,000.45"  # the last value, said to be possibly old
+    notices.connected(session)
+    assert view.status_line() == ""

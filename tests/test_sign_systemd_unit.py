@@ -153,7 +153,7 @@ def test_the_units_command_logs_in_with_the_credential(
     port = free_port()
     env = {  # as /etc/progressived/sign.env would set it for this machine
         "SIGN_OPTIONS": f"--listen 127.0.0.1:{port} --host {doc_broker.host} "
-        f"--port {doc_broker.port} --username sign-lobby",
+        f"--port {doc_broker.port} --username sign-lobby --table tcp-07",
         "CREDENTIALS_DIRECTORY": str(credentials),
     }
     (start,) = s["ExecStart"]

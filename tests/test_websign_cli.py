@@ -23,7 +23,7 @@ def test_a_bad_or_busy_listen_address_is_one_line_and_exit_2() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        taken = sign("--web", "--listen", f"127.0.0.1:{port}", "--port", "1")
+        taken = sign("--web", "--listen", f"127.0.0.1:{port}", "--port", "1", "--table", "t1")
     assert taken.returncode == 2
     assert taken.stderr.startswith(f"progressivectl sign: cannot listen on 127.0.0.1:{port}: ")
     assert taken.stderr.count("\n") == 1

@@ -106,6 +106,8 @@ async def test_one_meter_fills_any_screen_centred_readable_and_inside_it(
                 share.setdefault(cents, []).append(meter["width"] / width)
                 fonts.setdefault(cents, []).append(meter["font"])
                 assert layout_problems(await texts(driver)) == [], (shown, width, height)
+                wrapped = await asyncio.to_thread(driver.execute_script, WRAPPED_JS)
+                assert wrapped == [], (width, height, wrapped)  # a name on one line, any screen
                 if cents == SMALL and (width, height) in ((1080, 1920), (1024, 768)):
                     name = "portrait.png" if height > width else "four-three.png"
                     await asyncio.to_thread(driver.save_screenshot, str(shots / name))
@@ -246,3 +248,18 @@ async def settled_without_script(driver: Any) -> None:
         driver.execute_cdp_cmd, "Emulation.setScriptExecutionDisabled", {"value": False}
     )
     await settled(driver)
+
+
+# The title, the table's name and each hand's name that the browser laid out on more than one
+# line (the lines of a text are its range's client rectangles at distinct heights).
+WRAPPED_JS = """
+const out = [];
+for (const el of document.querySelectorAll('.head .title, .head .where, .paytable th')) {
+  if (!el.textContent.trim()) continue;
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+  if (tops.size > 1) out.push(el.textContent);
+}
+return out;
+"""

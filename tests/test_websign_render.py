@@ -16,7 +16,7 @@ from progressived.signs.web.look import SignConfig
 from progressived.signs.web.model import Floor, dollars
 from progressived.signs.web.paytable import meter_pay_cents, money
 from progressived.signs.web.render import page_html, placeholder, source_html
-from progressived.signs.web.words import CLOSED_WORDS
+from progressived.signs.web.words import Closure, Shown, closure, staff_words
 
 T = "progressive/table"
 CONNECTED = {"state": "connected", "detail": "", "url": "mqtt://x"}
@@ -129,10 +129,7 @@ def test_pending_names_the_award_table_and_seat() -> None:
     pending = [{"seat": 3, "hand": "akq-spades", "cents": 100_045}]
     floor = floor_with(status(), meter(100_006, 19, state="pending", pending=pending))
     text = visible(page(floor))
-    assert (
-        "JACKPOT PENDING | AKQ Spades | $1,000.45 | Table 7 · Seat 3"
-        in text
-    )
+    assert "JACKPOT PENDING | AKQ Spades | $1,000.45 | Table 7 · Seat 3" in text
 
 
 def test_the_winner_banner_names_hand_amount_table_and_asset_number() -> None:
@@ -169,18 +166,23 @@ def test_envy_lines_name_the_hand_and_clear_with_the_next_round() -> None:
     assert "Seat 5 wins" not in visible(page(floor))
 
 
-def test_every_documented_closed_reason_is_words_and_an_unknown_one_verbatim() -> None:
-    documented = ["board offline", "self-check failed", "operator", "ledger unavailable",
-                  "link-down", "waiting for link"]  # fmt: skip
-    for reason in [*documented, "refused: unknown-table"]:
+def test_players_read_calm_words_decided_from_the_typed_reason_never_the_reason() -> None:
+    shown = {"board offline": Shown.BACK_SHORTLY, "self-check failed": Shown.CLOSED,
+             "operator": Shown.CLOSED, "ledger unavailable": Shown.CLOSED,
+             "link-down": Shown.UPDATING, "waiting for link": Shown.UPDATING,
+             "link refused: conflict": Shown.CLOSED, "refused: unknown-table": Shown.CLOSED,
+             "some future reason": Shown.CLOSED}  # fmt: skip
+    for reason, words in shown.items():
         floor = floor_with(status(), meter(100_000, 2, state="closed", closed=[reason]))
         text = visible(page(floor))
-        words = CLOSED_WORDS.get(reason, reason)
-        assert f"CLOSED | {words}" in text, (reason, text)
-        assert reason == words or reason not in text.replace(words, "")
+        assert f"CLOSED | {words.value}" in text, (reason, text)
+        assert reason not in text and "conflict" not in text and "attention" not in text
+        # Staff still read the reason, in /state.json and the logs.
+        assert reason in floor.snapshot(0)[0]["closed"]
     floor = floor_with(status(), meter(100_000, 2))
     floor.receive(f"{T}/tcp-07/status", msg(status="offline", table="tcp-07"), 0)
-    assert "CLOSED | The table's jackpot controller is offline" in visible(page(floor))
+    text = visible(page(floor))
+    assert f"CLOSED | {Shown.BACK_SHORTLY.value}" in text and "controller" not in text
 
 
 def test_a_closed_linked_table_says_it_is_not_contributing() -> None:
@@ -190,7 +192,7 @@ def test_a_closed_linked_table_says_it_is_not_contributing() -> None:
         meter(1_000_000, 2, "uth-03", "pmg", state="closed", closed=["link-down"], link=link),
     )
     text = visible(page(floor, only="table/uth-03"))
-    assert "CLOSED | The link to the jackpot controller is down" in text
+    assert f"CLOSED | {Shown.UPDATING.value}" in text
     assert "This table is not contributing to Mega Link" in text
     # Its own (local) meter closed while the linked one is open: it still contributes.
     floor = floor_with(
@@ -199,7 +201,7 @@ def test_a_closed_linked_table_says_it_is_not_contributing() -> None:
         meter(5_000, 3, "uth-03", "side", state="closed", closed=["operator"]),
     )
     text = visible(page(floor, only="table/uth-03"))
-    assert "CLOSED | Closed by an operator" in text and "not contributing" not in text
+    assert f"CLOSED | {Shown.CLOSED.value}" in text and "not contributing" not in text
 
 
 def test_levels_are_named_from_the_sign_file_or_the_paytable_never_by_id() -> None:
@@ -232,7 +234,9 @@ def test_a_page_for_a_table_the_server_has_not_heard_of_says_waiting() -> None:
 
 def test_a_page_drawn_while_the_broker_is_unreachable_says_stale_at_once() -> None:
     html = page_html(SignConfig(), [], {"state": "unreachable", "detail": "refused"}, "")
-    assert 'data-stale="true"' in html and "broker unreachable (refused)" in visible(html)
+    assert 'data-stale="true"' in html and "Jackpot meter updating soon" in visible(html)
+    assert "refused" not in visible(html)  # for staff: the bar's data-detail, /state.json
+    assert 'data-detail="broker unreachable (refused)"' in html
 
 
 def test_money_is_exact_at_every_size() -> None:
@@ -248,16 +252,26 @@ def test_a_huge_text_from_the_broker_is_cut_on_screen() -> None:
         event("envy", 2, seat=1, from_seat=2, hand="h" * 10_000, cents=5),
     )
     text = visible(page(floor))
-    assert "x" * 159 + "…" in text and "x" * 160 not in text
+    assert "x" * 20 not in text  # an unknown reason is never on the glass
     assert "h" * 79 + "…" in text and "h" * 80 not in text
 
 
-def test_a_link_refusal_reads_as_a_sentence_with_its_code() -> None:
-    from progressived.signs.web.words import closed_words
+def test_a_reason_is_typed_once_and_staff_read_it_with_its_token() -> None:
+    assert closure("link refused: unknown-meter") is Closure.LINK_REFUSED
+    assert closure("operator") is Closure.OPERATOR
+    assert closure("some future reason") is Closure.OTHER
+    said = staff_words(["link refused: unknown-meter", "operator", "operator"])
+    assert said == (
+        "the link controller refused this table (see its code) (link refused: unknown-meter); "
+        "closed by an operator (operator)"
+    )
 
-    said = closed_words(["link refused: unknown-meter", "operator", "some future reason"])
-    assert said == [
-        "The linked jackpot refused this table: its set-up needs attention (unknown-meter)",
-        "Closed by an operator",
-        "some future reason",
-    ]
+
+def test_a_bank_says_progressive_jackpot_once_per_tile_and_no_raw_link_id() -> None:
+    floor = floor_with(status("t1"), meter(100_000, 1, "t1"))
+    floor.receive("progressive/link/link-a/meter/pmg",
+                  json.dumps({"link": "link-a", "units": 10**9, "epoch": 1, "lseq": 1}).encode(), 0)  # fmt: skip
+    html = page_html(SignConfig(), floor.snapshot(0), CONNECTED, "")
+    text = visible(html)
+    assert text.lower().count("progressive jackpot") == 2, text  # one level name per tile
+    assert "Link link-a" not in html and 'data-fallback="Linked progressive"' in html

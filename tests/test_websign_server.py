@@ -73,7 +73,7 @@ __all__ = ["browsers", "sign_servers"]
 
 
 async def test_the_browser_fails_to_start(mosquitto, sign_servers, browsers, monkeypatch):
-    sign = await sign_servers(mosquitto.port).start()
+    sign = await sign_servers(mosquitto.port, args=("--table", "t1")).start()
     Path({pidfile!r}).write_text(str(sign.proc.pid))
     monkeypatch.setattr(pixels, "_found", lambda *names: None)  # no chromium on this machine
     browsers(1280, 720)

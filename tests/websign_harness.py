@@ -190,6 +190,7 @@ return {
     (r) => [...r.children].map((c) => c.textContent)),
   stale: document.body.dataset.stale === 'true',
   staleWhy: document.getElementById('stale-why').textContent,
+  staleDetail: document.getElementById('stale').dataset.detail || '',
   text: box.innerText,
 };
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from progressived.signs.broker import (
 )
 from progressived.signs.terminal import run_sign
 from progressived.signs.web import DEFAULT_PORT
+from progressived.signs.web.look import SignConfig
 
 
 def register(sub: Any) -> None:
@@ -52,7 +54,7 @@ def register(sub: Any) -> None:
         "--table",
         action="append",
         help="the table id whose meter this sign shows (required without --web; with --web "
-        "repeat it to show several tables, or leave it out to show every table)",
+        "repeat it to show several tables; only the tables named are ever shown)",
     )
     p.add_argument(
         "--link",
@@ -75,6 +77,22 @@ def register(sub: Any) -> None:
         type=Path,
         help="the sign's own file: title, colours, logo, tables and links shown, their names "
         "and paytables (docs/sign.md)",
+    )
+    web.add_argument(
+        "--from",
+        dest="from_files",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="a table's or link controller's configuration file: show its table (or the link "
+        "and its member tables) with its paytable; repeat for several; with nothing named, "
+        "/etc/progressived/progressived.toml and link.toml if present (docs/sign.md)",
+    )
+    web.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="pages and requests served at once; more are refused with 503 (1024)",
     )
     web.add_argument(
         "--banner-s",
@@ -148,7 +166,6 @@ def listen_address(text: str) -> tuple[str, int]:
 
 def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
     # Imported here: aiohttp is ~25 MB and 0.2 s that no other progressivectl command needs.
-    from progressived.signs.web.look import SignConfig  # noqa: PLC0415
     from progressived.signs.web.server import SignServer, serve  # noqa: PLC0415
 
     host, port = listen_address(args.listen)
@@ -163,9 +180,17 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
             config = load_sign_config(args.config)
         except SignConfigError as exc:
             raise LoginError(str(exc)) from None
+    config = _with_controller_files(args, config)
     # The command line adds to the file's tables and links; its --banner-s wins.
     tables = tuple(dict.fromkeys([*config.shown("table"), *(args.table or ())]))
     links = tuple(dict.fromkeys([*config.shown("link"), *(args.link or ())]))
+    if not tables and not links:
+        raise LoginError(
+            "name what this sign shows: --table, --link, --config or --from FILE "
+            "(no readable /etc/progressived/progressived.toml or link.toml)"
+        )
+    if args.max_connections is not None and args.max_connections < 1:
+        raise LoginError("--max-connections must be at least 1")
     server = SignServer(
         login,
         prefix=args.prefix,
@@ -175,6 +200,8 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
         keepalive_s=args.keepalive_s,
         config=config,
     )
+    if args.max_connections is not None:
+        server.max_connections = args.max_connections
     ready = asyncio.Event()
 
     async def main() -> int:
@@ -206,6 +233,28 @@ def run_web(args: argparse.Namespace, login: BrokerLogin) -> int:
             f"progressivectl sign: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr
         )
         return EXIT_USAGE
+
+
+def _with_controller_files(args: argparse.Namespace, config: SignConfig) -> SignConfig:
+    """The sources of ``--from`` files (or, with nothing named, the shipped paths)."""
+    from progressived.signs.web.sources import (  # noqa: PLC0415
+        DEFAULT_FILES,
+        SourcesError,
+        looks_from_files,
+        with_sources,
+    )
+
+    files = list(args.from_files or ())
+    if not files and not args.table and not args.link and not config.sources:
+        # Only those this user may read: the table's file is 0640 root:progressived, and a
+        # sign running as its own user is then told to name its tables (exit 2), not refused.
+        files = [path for path in DEFAULT_FILES if path.is_file() and os.access(path, os.R_OK)]
+    if not files:
+        return config
+    try:
+        return with_sources(config, looks_from_files(files))
+    except SourcesError as exc:
+        raise LoginError(str(exc)) from None
 
 
 def run_link(args: argparse.Namespace, login: BrokerLogin) -> int:

@@ -53,6 +53,7 @@ class LinkSignView:
     waiting_for: str = ""
     tables: dict[str, str] = field(default_factory=dict)
     problem: str = ""  # why the last message was ignored as malformed ("" if it was not)
+    broker_down: bool = False  # this sign lost its broker: the value may be old
 
     @property
     def meter_topic(self) -> str:
@@ -100,6 +101,8 @@ class LinkSignView:
         return True
 
     def status_line(self) -> str:
+        if self.broker_down:
+            return "NOT LIVE: this sign lost its broker (last value shown)"
         if self.state == "waiting":
             return f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
         return ""
@@ -113,8 +116,6 @@ class LinkSignView:
             lines.append(f"[ {status} ]")
         if self.banner and now < self.banner_until:
             lines.append(self.banner)
-        if self.tables:  # only ever "broker unreachable" here
-            lines.append(", ".join(f"{k}: {v}" for k, v in sorted(self.tables.items())))
         return "\n".join(lines)
 
     def plain(self) -> str:

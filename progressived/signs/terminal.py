@@ -40,6 +40,7 @@ class View(Protocol):
     waiting_for: str
     tables: dict[str, str]
     problem: str  # why the last message was ignored as malformed ("" if it was not)
+    broker_down: bool  # the sign's own broker connection is lost (not the table's status)
 
     @property
     def meter_topic(self) -> str: ...
@@ -113,6 +114,7 @@ class SignView:
     waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
     closed: tuple[str, ...] = ()  # why the meter is closed (its ``closed``), shown with CLOSED
     problem: str = ""  # why the last message was ignored as malformed ("" if it was not)
+    broker_down: bool = False  # this sign lost its broker: the value may be old, not closed
 
     @property
     def meter_topic(self) -> str:
@@ -199,6 +201,8 @@ class SignView:
         return bool(self.tables) and all(v != "online" for v in self.tables.values())
 
     def status_line(self) -> str:
+        if self.broker_down:  # the sign's connection, not the table: say so, never OFFLINE
+            return "NOT LIVE: this sign lost its broker (last value shown)"
         if self.offline:
             return "OFFLINE"
         waiting = f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
@@ -261,6 +265,9 @@ class _SignNotices:
 
     def connected(self, session: MqttSession) -> None:
         self.unreachable = ""
+        if self.view.broker_down:
+            self.view.broker_down = False
+            self.redraw()
         if self.view.state == "waiting":
             self.notice(f"connected; waiting for {self.view.waiting_for}")
             self.redraw()
@@ -286,10 +293,9 @@ class _SignNotices:
                 f"broker {url} unreachable ({session.detail}); retrying "
                 f"(every {o.reconnect_initial_s:g}s, backing off to {o.reconnect_max_s:g}s)"
             )
-        view = self.view
-        view.tables = dict.fromkeys(view.tables, "broker unreachable") or {
-            self.source: "broker unreachable"
-        }
+        # A typed state, not a table status: the table may well be online; only this sign
+        # cannot tell (a table marked "broker unreachable" read as OFFLINE before).
+        self.view.broker_down = True
         self.redraw()
 
     def denied(self, session: MqttSession, topic: str, reason: str, first: bool) -> None:

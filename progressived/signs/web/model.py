@@ -21,6 +21,12 @@ from progressived.link.core.messages import MAX_PAYLOAD
 
 SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
 _SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
+# Every list a publisher can grow is bounded: a flood from one account costs the sign a
+# fixed amount of memory and work, never a real update (docs/sign.md, "Limits").
+MAX_METERS = 8  # meters (levels) per source; a sign shows three
+MAX_PENDING = 16  # pending awards per source
+MAX_ENVY = 32  # envy lines per round (a table has at most 7 seats)
+MAX_REASONS = 16  # closed reasons per source (a controller has a handful)
 # table_closed reasons (docs/mqtt.md) in the sign's words; others are shown as they are.
 _REASONS = {"operator": "closed by an operator"}
 
@@ -144,6 +150,11 @@ class Floor:
     banner_s: float = 30.0
     sources: dict[str, Source] = field(default_factory=dict)
     problem: str = ""  # why the last message was refused as malformed ("" if it was not)
+    # The sources the sign may show ("table/<id>", "link/<id>"): named in its configuration
+    # or a link's membership. Anything else is ignored before it is parsed, so an account
+    # that writes under its own name (docs/mqtt.md's ACL pattern) can never add a table.
+    # None: every source (the pure tests' floor).
+    named: frozenset[str] | None = None
 
     def parse(self, topic: str) -> tuple[str, str, list[str]] | None:
         """``(kind, id, rest)`` of a topic under the prefix, or None if not a sign topic."""
@@ -173,6 +184,8 @@ class Floor:
         if where is None:
             return None
         kind, ident, rest = where
+        if self.named is not None and f"{kind}/{ident}" not in self.named:
+            return None  # not a source this sign shows: not even parsed
         try:  # the bounds: docs/mqtt.md for a table's topics, docs/link.md for a link's
             data = loads_object(payload, max_bytes=MAX_PAYLOAD if kind == "link" else MAX_MESSAGE)
         except WireError as exc:  # too large, too deep, not UTF-8, not a JSON object
@@ -216,7 +229,9 @@ class Floor:
         if not isinstance(cents, int) or not isinstance(seq, int) or isinstance(seq, bool):
             self.problem = "a meter needs integer cents and seq"
             return False
-        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        meter = self._meter_of(src, meter_id)
+        if meter is None:
+            return False
         if seq < meter.seq:
             return False  # older than the value already shown
         state = data.get("state")
@@ -239,12 +254,22 @@ class Floor:
                 )
                 for p in pending
                 if isinstance(p, dict)
-            ]
+            ][-MAX_PENDING:]
         closed = data.get("closed")
         if isinstance(closed, list):
-            src.closed_reasons = {str(r) for r in closed}
+            src.closed_reasons = {str(r) for r in closed[:MAX_REASONS]}
             src.closed_seq = max(src.closed_seq, seq)
         return True
+
+    def _meter_of(self, src: Source, meter_id: str) -> Meter | None:
+        """The source's meter ``meter_id``; None (refused) beyond MAX_METERS meters."""
+        meter = src.meters.get(meter_id)
+        if meter is None:
+            if len(src.meters) >= MAX_METERS:
+                self.problem = f"more than {MAX_METERS} meters on one source"
+                return None
+            meter = src.meters[meter_id] = Meter(meter_id)
+        return meter
 
     def _link_meter(self, src: Source, meter_id: str, data: dict[str, Any], now: float) -> bool:
         """A linked meter (docs/link.md): ordered by ``(epoch, lseq)``, never an older one;
@@ -253,7 +278,9 @@ class Floor:
         if type(units) is not int or type(epoch) is not int or type(lseq) is not int:
             self.problem = "a linked meter needs integer units, epoch and lseq"
             return False
-        meter = src.meters.setdefault(meter_id, Meter(meter_id))
+        meter = self._meter_of(src, meter_id)
+        if meter is None:
+            return False
         if (epoch, lseq) <= meter.order:
             return False  # older than (or the same as) the value already shown
         first = meter.order == (-1, -1)  # a sign just started: the retained value
@@ -305,7 +332,7 @@ class Floor:
             case "award_keyed":
                 if shown is not None and shown.lists_pending and shown.seq >= seq:
                     return False  # the meter, newer, already says what awaits the supervisor
-                src.pending = [*others(), award]
+                src.pending = [*others(), award][-MAX_PENDING:]
             case "award_confirmed":
                 src.pending = others()
                 award.until = now + self.banner_s
@@ -322,6 +349,9 @@ class Floor:
             case "envy":
                 if rnd != src.envy_round:
                     src.envy_round, src.envy = rnd, []
+                if len(src.envy) >= MAX_ENVY:
+                    self.problem = f"more than {MAX_ENVY} envy bonuses in one round"
+                    return False
                 src.envy.append(
                     {
                         "seat": _int(data.get("seat")),
@@ -334,6 +364,9 @@ class Floor:
             case "table_closed" | "table_opened" if seq <= src.closed_seq:
                 return False  # a meter as new or newer already listed the closures
             case "table_closed":
+                if len(src.closed_reasons) >= MAX_REASONS:
+                    self.problem = f"more than {MAX_REASONS} closed reasons"
+                    return False
                 src.closed_reasons.add(str(data.get("reason", "closed")))
             case "table_opened":
                 src.closed_reasons.discard(str(data.get("reason", "")))

@@ -19,9 +19,10 @@ from typing import Any
 from progressived.signs.web.look import SignConfig, SourceLook
 from progressived.signs.web.model import dollars
 from progressived.signs.web.paytable import hand_name, level_name, money, pay_rows
-from progressived.signs.web.words import closed_words
+from progressived.signs.web.words import Closure, closure, player_words
 
 WAITING = "Waiting for a table to publish its meter…"
+UPDATING = "Jackpot meter updating soon"  # what players read while the sign is STALE
 # Advance widths (em) of a bold sans's glyphs, for the first frame's digit size before the
 # script measures the real font (DejaVu Sans Bold, the kiosk's default font on Debian).
 _EM = {",": 0.38, ".": 0.38, "-": 0.42}
@@ -78,12 +79,17 @@ def placeholder(kind: str, ident: str) -> dict[str, Any]:
 
 
 def _head(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str:
-    title = config.title or (look.paytable.title if look.paytable else "Progressive Jackpot")
+    # The game's title when something says it (the sign file, the paytable); never a generic
+    # "Progressive Jackpot" over a level already called that (it read twice on every tile).
+    title = config.title or (look.paytable.title if look.paytable else "")
     logo = '<img class="logo" src="/logo" alt="">' if config.logo else ""
-    fallback = f"Link {src['id']}" if src["kind"] == "link" else str(src["id"])
+    # A bank tile must say which table it is: the table's asset number; a link's meter is
+    # "Linked progressive" (its id means nothing to players).
+    fallback = "Linked progressive" if src["kind"] == "link" else str(src["id"])
+    shown = f'<div class="title">{_e(title)}</div>' if title else ""
     return (
         f'<header class="head">{logo}<div class="titles">'
-        f'<div class="title">{_e(title)}</div>'
+        f"{shown}"
         f'<div class="where" data-fallback="{_t(fallback)}">{_e(look.name)}</div>'
         "</div></header>"
     )
@@ -125,9 +131,15 @@ def _status(src: Mapping[str, Any], look: SourceLook, config: SignConfig) -> str
             f"{_t(where)} · Seat {int(award['seat'])}</div>"
         )
     if source_state(src) == "closed":
-        reasons = ["controller offline"] if src["status"] == "offline" else list(src["closed"])
-        words = "; ".join(closed_words(reasons)) or "Closed"
-        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_t(words, 160)}</div>')
+        # Players read a calm line decided from the typed reasons; the reasons themselves are
+        # for staff (/state.json, the logs), never on the glass.
+        closures = (
+            [Closure.CONTROLLER_OFFLINE]
+            if src["status"] == "offline"
+            else [closure(str(r)) for r in src["closed"]]
+        )
+        words = player_words(closures)
+        lines.append(f'<div class="why"><span class="tag">CLOSED</span> {_e(words)}</div>')
         offline = src["status"] == "offline"
         links = sorted(
             {
@@ -239,9 +251,12 @@ def page_html(
     body = "".join(source_html(s, config) for s in shown)
     if not shown:
         body = f'<p id="empty" class="quiet">{_e(WAITING)}</p>'
-    title = config.title or "Progressive jackpot"
+    looks = [config.look(str(s["kind"]), str(s["id"])) for s in shown]
+    titles = {look.paytable.title if look.paytable else "" for look in looks}
+    common = titles.pop() if len(titles) == 1 else ""
+    title = config.title or common or "Progressive jackpot"  # the browser tab's title
     heading = ""
-    if kind == "bank":
+    if kind == "bank" and (config.title or config.logo):  # each tile has its own title
         logo = '<img class="logo" src="/logo" alt="">' if config.logo else ""
         heading = f'<header id="top">{logo}<span id="title">{_e(title)}</span></header>'
     return (
@@ -254,7 +269,8 @@ def page_html(
         f'data-odometer-ms="{config.odometer_ms}">\n{heading}'
         f'<main id="floor" data-count="{count}" style="--cols:{cols};--rows:{rows}">'
         f"{body}</main>\n"
-        f'<div id="stale"{"" if stale else " hidden"}><strong>STALE</strong> '
-        f'<span id="stale-why">{_e(why)}</span></div>\n'
+        f'<div id="stale" data-detail="{_e(why)}"{"" if stale else " hidden"}>'
+        f'<strong>STALE</strong> <span id="stale-why">{_e(UPDATING if stale else "")}</span>'
+        "</div>\n"
         '<script src="/static/sign.js"></script>\n</body>\n</html>\n'
     )

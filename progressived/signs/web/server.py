@@ -25,6 +25,16 @@ from aiohttp import web
 from progressived.mqtt.session import MqttSession
 from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin, NotAuthorised
 from progressived.signs.web import DEFAULT_PORT
+from progressived.signs.web.guard import (
+    DEFAULT_MAX_CONNECTIONS,
+    HEAD_TIMEOUT_S,
+    WRITE_TIMEOUT_S,
+    Guard,
+    Trouble,
+    TroubleLog,
+    connection_cap,
+    listen,
+)
 from progressived.signs.web.look import SignConfig
 from progressived.signs.web.model import Floor
 from progressived.signs.web.render import page_html, placeholder, source_html
@@ -49,7 +59,7 @@ class SignServer:
 
     login: BrokerLogin
     prefix: str = "progressive"
-    tables: tuple[str, ...] = ()  # empty: every table under the prefix (unless links given)
+    tables: tuple[str, ...] = ()  # the tables shown (named in the configuration): only these
     links: tuple[str, ...] = ()  # linked meters shown (docs/link.md); none unless asked for
     banner_s: float = 30.0
     keepalive_s: int = 5
@@ -57,7 +67,15 @@ class SignServer:
     floor: Floor = field(init=False)
     broker: str = "connecting"  # connecting / connected / unreachable / not authorised
     broker_detail: str = ""
-    clients: set[asyncio.Queue[bytes | None]] = field(default_factory=set)
+    # Each page's queue and its connection: a page that falls _CLIENT_BACKLOG behind, or
+    # whose write blocks write_timeout_s, is closed (it reconnects to a fresh snapshot).
+    clients: dict[asyncio.Queue[bytes | None], asyncio.BaseTransport | None] = field(
+        default_factory=dict
+    )
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    head_timeout_s: float = HEAD_TIMEOUT_S
+    write_timeout_s: float = WRITE_TIMEOUT_S
+    trouble: TroubleLog = field(init=False)
     sent: int = 0
     err: TextIO = sys.stderr
     problems: int = 0  # malformed messages not yet reported
@@ -65,11 +83,19 @@ class SignServer:
     config: SignConfig = field(default_factory=SignConfig)  # names, paytables, colours
 
     def __post_init__(self) -> None:
-        self.floor = Floor(self.prefix, self.banner_s)
+        named = [f"table/{t}" for t in self.tables] + [f"link/{k}" for k in self.links]
+        self.floor = Floor(self.prefix, self.banner_s, named=frozenset(named))
+        self.trouble = TroubleLog(self._say)
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.err)
+        self.err.flush()
 
     def topics(self) -> list[str]:
         """Status first (a new boot restarts the seq expectation), then meters, events."""
-        ids = self.tables or (() if self.links else ("+",))
+        # Only the tables shown, never a wildcard: the broker then neither delivers nor queues
+        # a message for a table the sign does not show (a flood there costs the sign nothing).
+        ids = self.tables
         topics = [
             f"{self.prefix}/table/{ident}/{leaf}"
             for leaf in ("status", "meter/+", "event")
@@ -88,7 +114,7 @@ class SignServer:
             return heard
         keys = {s["key"] for s in heard}
         shown = [("table", t) for t in self.tables] + [("link", k) for k in self.links]
-        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys and i != "+"]
+        unheard = [placeholder(k, i) for k, i in shown if f"{k}/{i}" not in keys]
         return sorted(heard + unheard, key=lambda s: str(s["key"]))
 
     def snapshot(self, html: bool = False) -> dict[str, Any]:
@@ -110,14 +136,24 @@ class SignServer:
         """Queue one event for every connected browser; drop those that cannot keep up."""
         self.sent += 1
         frame = sse(event, data, self.sent)
-        for queue in list(self.clients):
+        for queue, transport in list(self.clients.items()):
             try:
                 queue.put_nowait(frame)
             except asyncio.QueueFull:
-                self.clients.discard(queue)
-                with contextlib.suppress(asyncio.QueueFull):
-                    queue.get_nowait()
-                    queue.put_nowait(None)  # the stream ends; EventSource reconnects
+                self.drop(queue, transport, f"{queue.qsize()} messages behind")
+
+    def drop(
+        self, queue: asyncio.Queue[bytes | None], transport: asyncio.BaseTransport | None, why: str
+    ) -> None:
+        """Close a page that cannot keep up: its connection at once (its writer may be
+        blocked on a full socket, so ending its queue alone would not free anything)."""
+        self.clients.pop(queue, None)
+        self.trouble.note(Trouble.SLOW_PAGE, why)
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(None)
+        if isinstance(transport, asyncio.Transport):
+            transport.abort()
 
     def set_broker(self, state: str, detail: str = "") -> None:
         if (state, detail) != (self.broker, self.broker_detail):
@@ -184,19 +220,20 @@ class SignServer:
         return web.json_response(self.snapshot())
 
     async def events(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            }
-        )
+        headers = {
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        }
+        if request.method == "HEAD":  # the headers a GET would get, and no endless body
+            return web.Response(headers=headers)
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue(_CLIENT_BACKLOG)
-        self.clients.add(queue)
+        self.clients[queue] = request.transport
         try:
             first = sse("snapshot", self.snapshot(html=True), self.sent)
-            await response.write(b"retry: 1000\n\n" + first)
+            await self._write(response, queue, b"retry: 1000\n\n" + first)
             while True:
                 try:
                     frame = await asyncio.wait_for(queue.get(), TICK_S)
@@ -204,15 +241,26 @@ class SignServer:
                     frame = sse("tick", self.broker_json())
                 if frame is None:
                     break
-                await response.write(frame)
-        except (ConnectionResetError, ConnectionError):
+                await self._write(response, queue, frame)
+        except (ConnectionResetError, ConnectionError, _Dropped):
             pass
         finally:
-            self.clients.discard(queue)
+            self.clients.pop(queue, None)
         return response
 
-    def app(self) -> web.Application:
-        app = web.Application()
+    async def _write(
+        self, response: web.StreamResponse, queue: asyncio.Queue[bytes | None], frame: bytes
+    ) -> None:
+        """One write to a page, given up (and the page dropped) after write_timeout_s."""
+        try:
+            await asyncio.wait_for(response.write(frame), self.write_timeout_s)
+        except TimeoutError:
+            transport = self.clients.get(queue)
+            self.drop(queue, transport, f"a write blocked {self.write_timeout_s:g}s")
+            raise _Dropped from None
+
+    def app(self, guard: Guard | None = None) -> web.Application:
+        app = web.Application(middlewares=[guard.middleware()] if guard is not None else [])
         app.router.add_get("/", self.page)
         app.router.add_get("/{kind:table|link}/{id}", self.page)
         app.router.add_get("/logo", self.logo)
@@ -220,6 +268,10 @@ class SignServer:
         app.router.add_get("/state.json", self.state)
         app.router.add_static("/static/", STATIC)
         return app
+
+
+class _Dropped(Exception):
+    """The page was dropped for not keeping up; its stream ends."""
 
 
 class _BrokerState:
@@ -260,18 +312,27 @@ async def serve(
 
     An address that cannot be bound raises OSError before anything else starts.
     """
+    guard = Guard(server.trouble, connection_cap(server.max_connections), server.head_timeout_s)
+    guard.quiet_library_logs()
     runner = web.AppRunner(
-        server.app(), handle_signals=False, access_log=None, shutdown_timeout=0.5
+        server.app(guard),
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=0.5,
+        keepalive_timeout=2 * server.head_timeout_s,  # the guard's deadline comes first
     )
     await runner.setup()
+    listener: asyncio.Server | None = None
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
+        listener = await listen(runner, guard, host, port)
         if ready is not None:
             ready.set()
         return await server.follow_broker()
     finally:
+        if listener is not None:
+            listener.close()
         for queue in list(server.clients):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(None)
         await runner.cleanup()
+        guard.restore_library_logs()

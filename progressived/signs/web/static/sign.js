@@ -150,8 +150,21 @@
     }
   }
 
+  // The title and the table's name: on one line, smaller when they would not fit the width.
+  function fitNames(section) {
+    const room = section.clientWidth * 0.94;
+    for (const el of section.querySelectorAll(".head .title, .head .where")) {
+      el.style.fontSize = "";
+      if (el.scrollWidth > room) {
+        const size = parseFloat(getComputedStyle(el).fontSize);
+        el.style.fontSize = (size * room / el.scrollWidth * 0.98).toFixed(2) + "px";
+      }
+    }
+  }
+
   function fit(section) {
     if (!section) return;
+    fitNames(section);
     fitTable(section);
     const levels = section.querySelector(".levels");
     if (!levels) return;
@@ -196,8 +209,12 @@
 
   // --- STALE and the end of a celebration ----------------------------------------------------
   function faults() {
-    for (const f of document.querySelectorAll(".fault")) f.textContent = staleWhy ? "NOT LIVE · " + staleWhy : "";
+    for (const f of document.querySelectorAll(".fault")) f.textContent = staleWhy ? UPDATING : "";
   }
+
+  // Players read this while the sign cannot vouch for its value; why (for staff) is in the
+  // bar's data-detail, in /state.json and in the sign server's log, never on the glass.
+  const UPDATING = "Jackpot meter updating soon";
 
   function staleness() {
     const t = now();
@@ -213,7 +230,9 @@
       staleWhy = why;
       body.dataset.stale = why ? "true" : "false";
       document.getElementById("stale").hidden = !why;
-      document.getElementById("stale-why").textContent = why;
+      const bar = document.getElementById("stale");
+      bar.dataset.detail = why;
+      document.getElementById("stale-why").textContent = why ? UPDATING : "";
       faults();
       fitAll();  // the STALE bar takes (or gives back) a line of the screen
     }
@@ -237,8 +256,14 @@
       tickMs = (snap.tick_s || 1) * 1000;
       if (typeof snap.odometer_ms === "number") odometerMs = snap.odometer_ms;
       broker = snap.broker;
+      // A tile the server no longer shows (a table retired from its configuration) goes.
+      const keys = new Set(snap.sources.map((src) => src.key));
+      for (const box of floor.querySelectorAll("section.source")) {
+        if (!keys.has(box.dataset.key)) box.remove();
+      }
       for (const src of snap.sources) take(src);
       staleness();
+      fitAll();
     });
     events.addEventListener("source", (e) => { heard(); take(JSON.parse(e.data)); });
     events.addEventListener("broker", (e) => { heard(); broker = JSON.parse(e.data); staleness(); });
