@@ -184,7 +184,8 @@ def test_check_config_as_the_daemons_user(open_dir: Path) -> None:
     refused = run(*DAEMON, "check-config", "--user", "nobody", str(cfg))
     assert refused.returncode == 5, refused.stderr
     ledger = open_dir / "ledger.db"
-    assert f"user nobody may not write {ledger} (root:root 0644)" in refused.stderr
+    # a new ledger is 0640: another user may not even read it
+    assert f"user nobody may not read {ledger} (root:root 0640)" in refused.stderr
     assert f"user nobody may not write {ledger}.lock" in refused.stderr
     assert f"user nobody may not create files in {open_dir}" in refused.stderr
     # The same check as root itself passes: root may write anything.
