@@ -258,7 +258,12 @@ class SignPublisher:
 
     async def _publish_events(self) -> None:
         """The outbox in ledger order; acknowledged only after the broker's PUBACK."""
-        while self._held_until <= time.monotonic() and (rows := await self.outbox.pending(100)):
+        while self._held_until <= time.monotonic():
+            began = time.perf_counter()
+            rows = await self.outbox.pending(100)
+            if not rows:
+                return
+            read = time.perf_counter()
             # Sent in ledger order on one connection; the PUBACKs are awaited together.
             # If any fails, none is acknowledged: all are sent again after reconnecting,
             # with the same seq, which subscribers recognise.
@@ -271,10 +276,20 @@ class SignPublisher:
             # Only the rows before the first refused one are delivered in order; the rest
             # go again (a repeat carries the same seq).
             delivered = rows[: accepted.index(False)] if False in accepted else rows
+            acked = time.perf_counter()
             for row in delivered:
                 self.hooks.published(row.topic, row.seq, None)
             if delivered:
                 await self.outbox.ack([row.id for row in delivered])
+                # The batch's spans, for the latency budget (bench/latency_budget.py).
+                log.info(
+                    "outbox sent",
+                    seq=delivered[0].seq,
+                    rows=len(delivered),
+                    read_ms=round((read - began) * 1e3, 3),
+                    puback_ms=round((acked - read) * 1e3, 3),
+                    ack_ms=round((time.perf_counter() - acked) * 1e3, 3),
+                )
             if len(delivered) < len(rows):
                 self._hold()
 
