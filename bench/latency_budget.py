@@ -76,7 +76,7 @@ def spans(log_text: str, press_walls: Sequence[float] = ()) -> dict[str, list[fl
         out["outbox_read"].append(float(batch["read_ms"]) / 1e3)
         out["publish"].append(float(batch["puback_ms"]) / 1e3)
         read_began = _wall(batch) - (
-            float(batch["read_ms"]) + float(batch["puback_ms"]) + float(batch["ack_ms"])
+            float(batch["read_ms"]) + float(batch["puback_ms"]) + float(batch.get("ack_ms", 0.0))
         ) / 1e3
         out["handoff"].append(max(0.0, read_began - _wall(key)))
     if len(press_walls) == len(keys):
