@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.latency_budget import budget
 from bench.measure import MB, summary_ms
 from bench.table import Table, rss_bytes, table
 
@@ -113,6 +114,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
         # LOCK presses (wall clock) and their meter's arrival (perf_counter), for the split
         lock_walls: list[float] = []
         lock_meter_at: list[float] = []
+        press_walls: list[float] = []  # every measured press (wall clock), for the budget
         last_lock = 0.0
         for n in range(rounds):
             delay = LOCK_DELAYS_S[n % len(LOCK_DELAYS_S)]
@@ -135,6 +137,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
                 if code == "LOCK":
                     meter_fut = t.sub.expect(_meter_above(_last_meter_cents(t)))
                 started = time.perf_counter()
+                press_walls.append(time.time())
                 t.sim.press(code)
                 if code == "LOCK":
                     last_lock = started
@@ -163,6 +166,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
                     await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)
         split = _lock_split(t.log_text(), lock_walls, lock_meter_at) if not timeouts else {}
+        stages = budget(t.log_text(), press_walls) if not timeouts else {}
         rss_end = rss_bytes(t.pid)
         pid = t.pid
         assert t.stop_daemon() == 0
@@ -181,6 +185,7 @@ async def bench_latency(tmp: Path, presses: int, profile: Path | None = None) ->
             d: summary_ms(values) for d, values in meter_samples.items() if values
         },
         "lock_split": split,
+        "key_to_sign_budget": stages,
         "meter_messages": sum(1 for topic, _, _ in t.sub.messages if is_meter(topic)),
         "meter_repeats": _meter_repeats(t),
         "presses_without_message": timeouts,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.latency_budget import STAGES
 from bench.run import SECTIONS
 
 pytestmark = pytest.mark.e2e  # real processes end to end (pyproject.toml's markers)
@@ -60,6 +61,10 @@ def test_bench_quick_runs_and_writes_json(tmp_path: Path) -> None:
     assert set(result["latency"]["lock_to_meter_by_delay_s"]) == {"0.02", "0.35", "1.2"}
     assert result["latency"]["lock_to_meter"]["n"] == result["latency"]["by_key"]["LOCK"]["n"]
     assert result["latency"]["meter_repeats"] == 0
+    # key -> sign stage by stage, from the daemon's own spans (bench/latency_budget.py)
+    budget = result["latency"]["key_to_sign_budget"]
+    assert set(budget) == set(STAGES)
+    assert budget["commit"]["n"] == result["latency"]["key_to_sign"]["n"]
     assert result["throughput"]["journal_rows"] == 5000
     assert result["startup"]["verify"]["exit"] == 0
     since = result["startup"]["verify"]["since_verified"]  # the quick mode really ran

@@ -26,17 +26,28 @@ class MemoryOutbox:
     def __init__(self) -> None:
         self.rows: list[PendingMessage] = []
         self.acked: list[int] = []
+        self.calls: list[str] = []  # each call reaching the outbox (a ledger-thread turn)
 
     def add(self, topic: str, payload: dict[str, object]) -> None:
         row_id = len(self.rows) + len(self.acked) + 1
         self.rows.append(PendingMessage(row_id, topic, json.dumps(payload), 1, False))
 
     async def pending(self, limit: int) -> Sequence[PendingMessage]:
+        self.calls.append("pending")
         return self.rows[:limit]
 
     async def ack(self, ids: Sequence[int]) -> None:
+        self.calls.append(f"ack {list(ids)}")
+        self._ack(ids)
+
+    def _ack(self, ids: Sequence[int]) -> None:
         self.acked.extend(ids)
         self.rows = [r for r in self.rows if r.id not in ids]
+
+    async def ack_then_pending(self, ids: Sequence[int], limit: int) -> Sequence[PendingMessage]:
+        self.calls.append(f"ack {list(ids)} then pending")
+        self._ack(ids)
+        return self.rows[:limit]
 
 
 async def collect(
@@ -92,6 +103,23 @@ async def test_outbox_rows_are_published_in_order_and_acked(mosquitto: Mosquitto
     assert [m["seq"] for m in got] == [1, 2, 3, 4, 5]
     await until(lambda: not outbox.rows, "every row acknowledged", 5)
     assert outbox.acked == [1, 2, 3, 4, 5]
+    await publisher.stop()
+    await runner
+
+
+async def test_a_batch_is_acknowledged_with_the_next_read_in_one_outbox_call(
+    mosquitto: Mosquitto,
+) -> None:
+    """One ledger-thread turn per batch after the first read, not an acknowledgement and a
+    read apiece: the next key press's commit queues behind one call fewer."""
+    topics = Topics("progressive", "t1")
+    outbox = MemoryOutbox()
+    outbox.add(topics.event, {"seq": 1, "kind": "round_locked"})
+    publisher = sign_publisher(settings(mosquitto), topics, outbox)
+    runner = asyncio.create_task(publisher.session.run())
+    await until(lambda: "ack [1] then pending" in outbox.calls, "the batch acknowledged", 5)
+    assert outbox.calls == ["ack [] then pending", "ack [1] then pending"]
+    assert outbox.acked == [1]
     await publisher.stop()
     await runner
 

@@ -18,6 +18,7 @@ System records, the commit, the ledger's failure and recovery, and parameter cha
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -102,6 +103,27 @@ class Journal:
         async with self.lock:
             return await self._submit_locked(command, idempotency_key, started, note)
 
+    def _key_spans(
+        self, started: float | None, marks: tuple[float, float, float, float], seqs: range
+    ) -> None:
+        """A key press's spans in the daemon, logged for the latency budget
+        (bench/latency_budget.py): waiting (keypad and the journal's lock), engine, plan,
+        commit (the ledger thread: queue, transaction and fsync) and observers (event log
+        lines, listeners, the outputs' redraw that wakes the publisher), in milliseconds."""
+        if started is None or not seqs:
+            return
+        locked, decided, planned, committed = marks
+        log.info(
+            "key journaled",
+            seq=seqs.start,
+            last_seq=seqs[-1],
+            wait_ms=round((locked - started) * 1e3, 3),
+            engine_ms=round((decided - locked) * 1e3, 3),
+            plan_ms=round((planned - decided) * 1e3, 3),
+            commit_ms=round((committed - planned) * 1e3, 3),
+            observers_ms=round((time.perf_counter() - committed) * 1e3, 3),
+        )
+
     async def _submit_locked(
         self,
         command: Command | MeterAnswered,
@@ -111,6 +133,7 @@ class Journal:
     ) -> Submitted:
         # Stamp the note, then the command's time, in journal order now (no await before
         # the write is queued, so no other write can come between).
+        locked = time.perf_counter()
         note_at = self.journal_clock.stamp(self.clock()) if note is not None else ""
         command = replace(command, at=self.journal_clock.stamp(command.at))
         if isinstance(command, Lock) and not self.writer.health.ledger_ok:
@@ -118,6 +141,7 @@ class Journal:
             await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
             return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
         decision = decide(self.current.params, self.state, command, self._meter_port)
+        decided = time.perf_counter()
         if not isinstance(decision, Accepted) or not decision.events:
             if not await self._noted(note, note_at):
                 return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED)
@@ -127,6 +151,7 @@ class Journal:
             return Refused(code=RefusalCode.REJECTED, reason=decision.reason)
         items = self._items(command, decision, idempotency_key, note, note_at)
         link = await self._link_messages(command, decision, idempotency_key)
+        planned = time.perf_counter()
         try:
             results = await self.writer.commit(
                 self.current.ledger.transact,
@@ -136,6 +161,7 @@ class Journal:
         except LedgerUnavailable as exc:
             await self.writer.failed(exc)
             return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}")
+        committed = time.perf_counter()
         if results[-1].duplicate:
             log.info("duplicate input ignored", key=idempotency_key)
             return Refused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
@@ -148,6 +174,7 @@ class Journal:
         seqs = range(results[-1].first_seq, results[-1].last_seq + 1)
         self.observers.committed(decision.events, seqs, started)
         self.observers.changed()
+        self._key_spans(started, (locked, decided, planned, committed), seqs)
         return Committed(events=decision.events, seqs=seqs, link=link)
 
     def _items(

@@ -11,7 +11,7 @@ from typing import Any
 
 from progressived.daemon.ledger_executor import LedgerExecutor
 from progressived.engine.events import Event
-from progressived.ledger import JournalRow, Ledger, OutboxFn, OutboxMessage
+from progressived.ledger import JournalRow, Ledger, OutboxFn, OutboxMessage, OutboxRow
 from progressived.mqtt.payloads import Topics, dumps, event_payload, system_payload
 from progressived.mqtt.publisher import PendingMessage
 
@@ -60,3 +60,12 @@ class LedgerOutbox:
 
     async def ack(self, ids: Sequence[int]) -> None:
         await self._executor.run(self._ledger.outbox_ack, ids)
+
+    async def ack_then_pending(self, ids: Sequence[int], limit: int) -> Sequence[PendingMessage]:
+        rows = await self._executor.run(self._ack_then_read, ids, limit)
+        return [PendingMessage(r.id, r.topic, r.payload, r.qos, r.retain, r.seq) for r in rows]
+
+    def _ack_then_read(self, ids: Sequence[int], limit: int) -> list[OutboxRow]:
+        """On the ledger thread: the last batch forgotten, then the next one read."""
+        self._ledger.outbox_ack(ids)
+        return self._ledger.outbox_pending(limit)

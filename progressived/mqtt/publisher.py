@@ -101,6 +101,12 @@ class Outbox(Protocol):
 
     async def ack(self, ids: Sequence[int]) -> None: ...
 
+    async def ack_then_pending(
+        self, ids: Sequence[int], limit: int
+    ) -> Sequence[PendingMessage]:
+        """``ack(ids)`` then ``pending(limit)`` in one call (one ledger-thread turn)."""
+        ...
+
 
 class PublisherHooks(Protocol):
     def published(self, topic: str, seq: int, first_seen: float | None) -> None: ...
@@ -257,8 +263,19 @@ class SignPublisher:
                     await self._wake.wait()
 
     async def _publish_events(self) -> None:
-        """The outbox in ledger order; acknowledged only after the broker's PUBACK."""
-        while self._held_until <= time.monotonic() and (rows := await self.outbox.pending(100)):
+        """The outbox in ledger order; acknowledged only after the broker's PUBACK.
+
+        A batch's acknowledgement goes with the next read (one ledger-thread turn, not two,
+        so the next key press's commit waits behind one call fewer on that thread).
+        """
+        acked: Sequence[int] = ()
+        while self._held_until <= time.monotonic():
+            began = time.perf_counter()
+            rows = await self.outbox.ack_then_pending(acked, 100)
+            acked = ()
+            if not rows:
+                return
+            read = time.perf_counter()
             # Sent in ledger order on one connection; the PUBACKs are awaited together.
             # If any fails, none is acknowledged: all are sent again after reconnecting,
             # with the same seq, which subscribers recognise.
@@ -273,10 +290,20 @@ class SignPublisher:
             delivered = rows[: accepted.index(False)] if False in accepted else rows
             for row in delivered:
                 self.hooks.published(row.topic, row.seq, None)
+            acked = [row.id for row in delivered]
             if delivered:
-                await self.outbox.ack([row.id for row in delivered])
+                # The batch's spans, for the latency budget (bench/latency_budget.py).
+                log.info(
+                    "outbox sent",
+                    seq=delivered[0].seq,
+                    rows=len(delivered),
+                    read_ms=round((read - began) * 1e3, 3),
+                    puback_ms=round((time.perf_counter() - read) * 1e3, 3),
+                )
             if len(delivered) < len(rows):
                 self._hold()
+        if acked:  # held after a refusal: what was delivered is acknowledged now
+            await self.outbox.ack(acked)
 
     async def _publish_meters(self) -> float | None:
         """Every changed meter whose rate window allows it; returns when the next is due."""
