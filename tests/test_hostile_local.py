@@ -208,7 +208,7 @@ async def wait_shown(sign: WebSign, cents: int) -> None:
 
 @pytest.mark.e2e
 async def test_junk_does_not_end_the_web_sign(mosquitto: Mosquitto, tmp_path: Path) -> None:
-    sign = await WebSign(mosquitto.port, tmp_path).start()
+    sign = await WebSign(mosquitto.port, tmp_path, args=("--table", TABLE)).start()
     try:
         # Retained, as a controller's meter is: the sign may subscribe after it is sent.
         await publish(mosquitto.port, (METER_TOPIC, meter(100_045, 5)), retain=True)
