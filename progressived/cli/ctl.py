@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         ledger_cmd,
         link_ctl,
         par_cmd,
+        report_cmd,
         sign_cmd,
         simulate_cmd,
     )
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
     link_ctl.register(sub)
+    report_cmd.register(sub)
     broker_acl_cmd.register(sub)
     # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never
     # imports a driver module itself.

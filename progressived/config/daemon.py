@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from progressived.board.driver import DriverSettings
 from progressived.config.drivers import DriverNotFound, load_driver_factory
 from progressived.config.keypad import KeypadError, KeypadMap, keypad_from_config
+from progressived.config.site import SiteSection
 from progressived.config.table import (
     ConfigError,
     Problems,
@@ -102,6 +103,7 @@ class _DaemonModel(_Strict):
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
+    site: SiteSection = Field(default_factory=SiteSection)  # read by the reports only
 
 
 @dataclass(frozen=True)

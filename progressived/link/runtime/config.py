@@ -33,6 +33,7 @@ from progressived.config.daemon import (
     resolved,
 )
 from progressived.config.paytables import Paytable, PaytableError, find_paytable
+from progressived.config.site import SiteSection
 from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.core.money import MoneyError, dollars, rate
 from progressived.ledger.errors import LedgerUnavailable
@@ -143,6 +144,7 @@ class _LinkModel(_Strict):
     control: LinkControlSection = Field(default_factory=LinkControlSection)
     log: LogSection = Field(default_factory=LogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
+    site: SiteSection = Field(default_factory=SiteSection)  # read by the reports only
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,182 @@
+"""The rows a report lists one by one: awards paid, seeds and resets, operator adjustments
+and transfers, parameter changes.
+
+They are few (a busy quarter pays hundreds of awards among millions of rows), so they are
+found through the ``postings`` table's plain columns (a row with a leg on a meter's seed
+funding, adjustments, pending or paid account) and the journal's kind index, and then read
+from their hashed ``data``. A table's awards and a link's claims are read alike: a claim's
+table, seat and hand come from the claim row its confirmation names.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+_MONEY_ROWS = """
+SELECT j.seq, j.at, j.kind, j.round, j.seat, j.actor, j.data FROM journal j
+ WHERE j.seq IN (SELECT DISTINCT seq FROM postings WHERE seq > :after AND seq <= :last
+                    AND (account LIKE 'seed_funding:%' OR account LIKE 'adjustments:%'
+                         OR account LIKE 'paid_attendant:%' OR account LIKE 'award_pending:%'))
+ ORDER BY j.seq"""
+_KIND_ROWS = """
+SELECT seq, at, kind, round, seat, actor, data FROM journal
+ WHERE kind IN ('meter_transferred', 'parameter_changed') AND seq > :after AND seq <= :last
+ ORDER BY seq"""
+_CLAIM_BEFORE = """
+SELECT data FROM journal WHERE kind = 'link_applied' AND seq < ?
+   AND json_extract(data, '$.message.type') = 'claim'
+   AND json_extract(data, '$.message.claim') = ? ORDER BY seq DESC LIMIT 1"""
+_KEYED_BEFORE = """
+SELECT json_extract(data, '$.meter_before'), json_extract(data, '$.meter_after') FROM journal
+ WHERE kind = 'award_keyed' AND seq < ? AND round IS ? AND seat = ?
+   AND json_extract(data, '$.hand') = ? AND json_extract(data, '$.meter') = ?
+ ORDER BY seq DESC LIMIT 1"""
+
+
+@dataclass(frozen=True, slots=True)
+class Award:
+    seq: int
+    at: str
+    source: str  # the ledger's table or link id
+    table: str  # where it was won
+    round: int | None
+    seat: int
+    hand: str
+    meter: str
+    units: int
+    confirmed_by: str
+    meter_before: int | None
+    meter_after: int | None
+    slip: str | None = None  # payout slips are not journaled yet (docs/reports.md)
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    seq: int
+    at: str
+    meter: str
+    seed_units: int  # from the house's seed funding (negative: a reset given back)
+    reserve_units: int  # from the meter's reserve
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Adjustment:
+    seq: int
+    at: str
+    meter: str
+    units: int  # into this meter's liability (signed)
+    what: str  # adjust | transfer in | transfer out
+    operator: str
+    approved_by: str
+    actor: str
+    reason: str
+    meter_before: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    seq: int
+    at: str
+    actor: str
+    key: str
+    old: Any
+    new: Any
+    reason: str
+
+
+@dataclass
+class Listed:
+    awards: list[Award] = field(default_factory=list)
+    resets: list[Reset] = field(default_factory=list)
+    adjustments: list[Adjustment] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+
+def _legs(data: dict[str, Any], prefix: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for account, units in data.get("postings") or ():
+        kind, sep, meter = str(account).partition(":")
+        if sep and kind == prefix:
+            out[meter] = out.get(meter, 0) + int(units)
+    return out
+
+
+def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> Listed:
+    """Every listed row of rows ``after+1..last``, in ledger order."""
+    out = Listed()
+    args = {"after": after, "last": last}
+    rows = conn.execute(_MONEY_ROWS, args).fetchall() + conn.execute(_KIND_ROWS, args).fetchall()
+    claims: dict[str, dict[str, Any]] = {}
+    keyed: dict[tuple[Any, ...], tuple[int, int]] = {}
+    for seq, at, kind, rnd, seat, actor, text in sorted(rows, key=lambda r: int(r[0])):
+        data = json.loads(text)
+        what = kind
+        if kind == "link_applied":
+            what = str(data.get("message", {}).get("type"))
+            if what == "claim":
+                claims[str(data["message"]["claim"])] = data["message"]
+        if kind == "parameter_changed":
+            reason = str(data.get("reason", ""))
+            for key, change in sorted((data.get("changes") or {}).items()):
+                out.changes.append(
+                    Change(seq, at, actor, key, change.get("old"), change.get("new"), reason)
+                )
+            continue
+        if kind == "award_keyed":
+            key = (rnd, seat, data.get("hand"), data.get("meter"))
+            keyed[key] = (int(data["meter_before"]), int(data["meter_after"]))
+        seeds, reserves = _legs(data, "seed_funding"), _legs(data, "reserve")
+        for meter, units in seeds.items():
+            why = {
+                "meter_opened": "meter opened (first funding)",
+                "award_keyed": "reset after a 100% award",
+                "claim": "reset after a 100% award",
+            }.get(what, "a reset undone (award rejected or voided)")
+            out.resets.append(Reset(seq, at, meter, -units, -reserves.get(meter, 0), why))
+        for meter, units in _legs(data, "paid_attendant").items():
+            out.awards.append(_award(conn, source, seq, at, what, rnd, seat, data, meter,
+                                     units, claims, keyed))
+        if what == "meter_adjusted":
+            out.adjustments.append(
+                Adjustment(seq, at, str(data["meter"]), int(data["units"]), "adjust",
+                           str(data.get("operator", "")), str(data.get("approved_by", "")),
+                           actor, str(data.get("reason", "")), data.get("meter_before"))
+            )
+        elif what == "meter_transferred":
+            for meter, sign, label in ((data["from_meter"], -1, "transfer out"),
+                                       (data["to_meter"], 1, "transfer in")):
+                out.adjustments.append(
+                    Adjustment(seq, at, str(meter), sign * int(data["units"]), label,
+                               str(data.get("operator", "")), str(data.get("approved_by", "")),
+                               actor, str(data.get("reason", "")), None)
+                )
+    return out
+
+
+def _award(
+    conn: sqlite3.Connection, source: str, seq: int, at: str, what: str, rnd: int | None,
+    seat: int, data: dict[str, Any], meter: str, units: int,
+    claims: dict[str, dict[str, Any]], keyed: dict[tuple[Any, ...], tuple[int, int]],
+) -> Award:
+    """A paid award: a table's ``award_confirmed``, or a link's ``claim_confirm``."""
+    if what == "claim_confirm":
+        message = data["message"]
+        claim = claims.get(str(message["claim"]))
+        if claim is None:  # claimed before the period: read back from the confirmation
+            found = conn.execute(_CLAIM_BEFORE, (seq, message["claim"])).fetchone()
+            claim = json.loads(found[0])["message"] if found else {}
+        return Award(seq, at, source, str(claim.get("table", message.get("table", ""))),
+                     claim.get("round"), int(claim.get("seat", 0)), str(claim.get("hand", "")),
+                     meter, units, str(message.get("by", "")), None, None)
+    hand = str(data.get("hand", ""))
+    moves = keyed.get((rnd, seat, hand, meter))
+    if moves is None:  # keyed before the period began
+        found = conn.execute(_KEYED_BEFORE, (seq, rnd, seat, hand, meter)).fetchone()
+        moves = (int(found[0]), int(found[1])) if found and found[0] is not None else None
+    return Award(seq, at, source, source, rnd, seat, hand, meter, units,
+                 str(data.get("by", "")), None if moves is None else moves[0],
+                 None if moves is None else moves[1])
