@@ -143,6 +143,23 @@ def test_a_row_removed_shows_a_variance_and_fails_verify(
     assert f"expected row {seq} here" in report.sources[0].problems[0]
 
 
+def test_a_posting_forged_with_its_balance_fails_verify_over_the_period(
+    ledgers: dict[str, Path], tmp_path: Path
+) -> None:
+    """The postings table and the balances table changed alike (the figures still add up):
+    the period's postings are no longer the hashed rows' own, and the report says so."""
+    path = _tamper_copy(ledgers["tcp-02"], tmp_path)
+    conn = rd.untriggered(path)
+    (seq,) = conn.execute("SELECT max(seq) FROM postings WHERE account = 'meter:main'").fetchone()
+    conn.execute("UPDATE postings SET units = units + 7 WHERE account = 'meter:main' AND seq = ?",
+                 (seq,))
+    conn.execute("UPDATE balances SET units = units + 7 WHERE account = 'meter:main'")
+    conn.close()
+    report = make([path], period.quarter(rd.SITE, "2026-Q4"))
+    assert not report.ok and not report.sources[0].verified
+    assert any(f"row {seq}: the postings table differs" in p for p in report.sources[0].problems)
+
+
 def test_an_adjustment_rewritten_with_its_chain_still_shows_the_variance(
     ledgers: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -185,8 +202,6 @@ def test_cli_exit_statuses(ledgers: dict[str, Path], tmp_path: Path) -> None:
     assert json.loads(out.read_text())["ok"] is True
     broken = _tamper_copy(ledgers["tcp-02"], tmp_path)
     conn = rd.untriggered(broken)
-    conn.execute("UPDATE postings SET units = units + 1 WHERE account = 'meter:main' AND seq = "
-                 "(SELECT max(seq) FROM postings WHERE account = 'meter:main')")
     conn.execute("UPDATE balances SET units = units + 1 WHERE account = 'meter:main'")
     conn.close()
     bad = subprocess.run([*ctl, *args, "--db", str(broken)], capture_output=True, text=True,

@@ -9,8 +9,9 @@ balances, not a sum of the rows the report is checking: the ``balances`` table a
 (the running balances, written in each row's own transaction), otherwise the latest
 recovery snapshot at or before the row (the engine's or the link book's own state, tied to
 its row by that row's hash) carried forward by the ``postings`` table to the row. The
-report's flows come from the hashed rows' data instead, so a row removed, an amount edited
-or a snapshot forged shows as a variance between the two.
+report's flows are the period's postings, which verify over the period checks against the
+hashed rows: a row removed, an amount edited or a balance or snapshot forged shows as a
+variance between the two, or as a failed verify.
 """
 
 from __future__ import annotations

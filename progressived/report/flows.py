@@ -1,9 +1,11 @@
-"""What moved each meter's liability during a period, from the hashed rows' own postings.
+"""What moved each meter's liability during a period, from the period's postings.
 
-One SQL pass (SQLite's JSON functions, in C, streaming) reads the ``postings`` array inside
-every engine row's ``data`` — the text the hash chain covers, not the ``postings`` table
-copied from it — grouped by minute, by what the row is (its kind; a link row's message
-type) and by account. Memory is bounded by the period's minutes, never by its rows.
+One SQL pass over the period's ``postings`` (plain integer columns, joined to their rows by
+primary key) grouped by minute, by what the row is (its kind; a link row with a
+``linked_wagers`` leg is a contribution or its reversal) and by account. Memory is bounded
+by the period's minutes, never by its rows. The postings table is the hashed rows' own
+postings, leg by leg: verify over the period (:mod:`progressived.report.check`) checks
+exactly that, so a report whose verify passed has its flows from the hash-chained rows.
 
 Per meter M the liability is what the rules say is owed to players: the meter, its reserve
 (the next reset's money), any overflow and awards keyed but not yet paid (holders
@@ -37,14 +39,14 @@ TRANSFER = "meter_transferred"
 
 _FLOWS = """
 SELECT substr(j.at, 1, 16) AS minute,
-       CASE j.kind WHEN 'link_applied' THEN json_extract(j.data, '$.message.type')
-                   ELSE j.kind END AS what,
-       json_extract(e.value, '$[0]') AS account,
-       sum(json_extract(e.value, '$[1]')),
-       count(*)
-  FROM journal j, json_each(j.data, '$.postings') e
- WHERE j.seq > ? AND j.seq <= ? AND j.category = 'engine'
- GROUP BY minute, what, account
+       CASE WHEN j.kind != 'link_applied' THEN j.kind
+            WHEN EXISTS (SELECT 1 FROM postings w WHERE w.seq = p.seq
+                            AND w.account LIKE 'linked_wagers:%') THEN 'contribution'
+            ELSE 'link_applied' END AS what,
+       p.account, sum(p.units), count(*)
+  FROM postings p JOIN journal j ON j.seq = p.seq
+ WHERE p.seq > ? AND p.seq <= ?
+ GROUP BY minute, what, p.account
 """
 
 

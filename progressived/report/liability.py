@@ -5,8 +5,9 @@ For each meter of each ledger (a table's local meters; a link's linked meters)::
     variance = opening + contributions + seeds/resets - awards paid + adjustments - closing
 
 to the unit (1 cent = 10,000 units), where opening and closing are the liability the ledger
-records at the period's edges (:mod:`progressived.report.bounds`) and the flows come from
-the period's hashed rows (:mod:`progressived.report.flows`). A sound ledger gives 0 for
+records at the period's edges (:mod:`progressived.report.bounds`) and the flows are the
+period's postings (:mod:`progressived.report.flows`), checked against the hashed rows by
+verify over the period (:mod:`progressived.report.check`). A sound ledger gives 0 for
 every meter; anything else is named, shown in red and makes the command exit 1.
 """
 
