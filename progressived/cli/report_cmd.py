@@ -4,7 +4,8 @@ day, a quarter or two local times, reconciled per meter, from the ledgers (docs/
 Exit status: 0 every meter's variance is 0 and verify passed over the period; 1 a variance
 is not 0 or verify failed (the report is still written, naming it); 2 bad usage, a bad
 ``[site]`` section or period, a ledger that cannot be read, an output that cannot be
-written; 3 a ledger is missing; 4 a file is not a ledger. Read-only, safe while the
+written; 3 a ledger is missing; 4 a file is not a ledger; 8 `--html` or `--pdf` without
+the report extra (matplotlib, reportlab). Read-only, safe while the
 daemons write.
 """
 
@@ -58,6 +59,11 @@ def register(sub: Any) -> None:
     r.add_argument("--paytables", type=Path, metavar="DIR",
                    help="the paytable folder for the PAR sheets (default: the shipped one)")
     r.add_argument("--json", metavar="FILE", help="write the report as JSON ('-': stdout)")
+    r.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML file")
+    r.add_argument("--pdf", type=Path, metavar="FILE", help="write a PDF")
+    r.add_argument("--paper", choices=("A4", "letter"), default="A4",
+                   help="the PDF's paper, landscape (default A4); the HTML prints on either")
+    r.add_argument("--csv", type=Path, metavar="DIR", help="write one CSV file per table here")
     r.set_defaults(handler=run_liability)
 
 
@@ -121,6 +127,9 @@ def run_liability(args: argparse.Namespace) -> int:
                              paytables=args.paytables)
     try:
         _write(report, args)
+    except ModuleNotFoundError as exc:  # the report extra is not installed
+        return _fail(f"--html and --pdf need the report extra ({exc.name} is not installed): "
+                     "pip install 'progressived[report]'", Exit.MISSING_REQUIREMENT)
     except OSError as exc:
         return _fail(f"cannot write the report: {exc.strerror or exc}")
     if args.json != "-":
@@ -129,7 +138,18 @@ def run_liability(args: argparse.Namespace) -> int:
 
 
 def _write(report: Any, args: argparse.Namespace) -> None:
-    from progressived.report import tables  # noqa: PLC0415
+    from progressived.report import csvfiles, tables  # noqa: PLC0415
+
+    if args.csv is not None:
+        csvfiles.write(report, args.csv)
+    if args.html is not None or args.pdf is not None:
+        from progressived.report import html, pdf, plots  # noqa: PLC0415
+
+        figures = plots.figures(report)
+        if args.html is not None:
+            args.html.write_text(html.render(report, figures), encoding="utf-8")
+        if args.pdf is not None:
+            args.pdf.write_bytes(pdf.render(report, figures, args.paper))
 
     if args.json is not None:
         body = json.dumps(tables.document(report), indent=2, sort_keys=True) + "\n"

@@ -79,7 +79,7 @@ def render(report: Report, *, colour: bool = False) -> str:
                    f"{money(r['actual_contribution_units'])}")
     for h in data["hits"]:
         expected = "n/a" if h["expected_hits"] is None else h["expected_hits"]
-        out.append(f"    {h['hand']:<20} expected {expected:>14} hits (1 in "
-                   f"{h['one_in'] or 'n/a'}), actual {h['actual_hits']}")
+        out.append(f"    {h['source']} {h['meter']} {h['hand']:<20} expected {expected:>14} "
+                   f"hits (1 in {h['one_in'] or 'n/a'}), actual {h['actual_hits']}")
     out.extend(f"note: {n}" for n in report.notes)
     return "\n".join(out)
