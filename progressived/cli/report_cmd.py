@@ -125,34 +125,38 @@ def run_liability(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     report = liability.build(ledgers, period, created_at=datetime.now(UTC),
                              paytables=args.paytables)
+    from progressived.report import tables  # noqa: PLC0415
+
+    data = dict(tables.tables(report))  # every format shows these same rows
     try:
-        _write(report, args)
+        _write(report, args, data)
     except ModuleNotFoundError as exc:  # the report extra is not installed
         return _fail(f"--html and --pdf need the report extra ({exc.name} is not installed): "
                      "pip install 'progressived[report]'", Exit.MISSING_REQUIREMENT)
     except OSError as exc:
         return _fail(f"cannot write the report: {exc.strerror or exc}")
     if args.json != "-":
-        print(text.render(report, colour=sys.stdout.isatty()))
+        print(text.render(report, colour=sys.stdout.isatty(), data=data))
     return int(Exit.OK if report.ok else Exit.FAILED)
 
 
-def _write(report: Any, args: argparse.Namespace) -> None:
+def _write(report: Any, args: argparse.Namespace, data: dict[str, Any]) -> None:
     from progressived.report import csvfiles, tables  # noqa: PLC0415
 
     if args.csv is not None:
-        csvfiles.write(report, args.csv)
+        csvfiles.write(report, args.csv, data)
     if args.html is not None or args.pdf is not None:
         from progressived.report import html, pdf, plots  # noqa: PLC0415
 
         figures = plots.figures(report)
         if args.html is not None:
-            args.html.write_text(html.render(report, figures), encoding="utf-8")
+            args.html.write_text(html.render(report, figures, data), encoding="utf-8")
         if args.pdf is not None:
-            args.pdf.write_bytes(pdf.render(report, figures, args.paper))
+            args.pdf.write_bytes(pdf.render(report, figures, args.paper, data))
 
     if args.json is not None:
-        body = json.dumps(tables.document(report), indent=2, sort_keys=True) + "\n"
+        # one line: the standard library's C encoder (indenting takes its pure Python one)
+        body = json.dumps(tables.document(report, data), sort_keys=True) + "\n"
         if args.json == "-":
             sys.stdout.write(body)
         else:

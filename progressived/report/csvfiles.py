@@ -11,13 +11,13 @@ import csv
 from pathlib import Path
 
 from progressived.report.liability import Report
-from progressived.report.tables import COLUMNS, tables
+from progressived.report.tables import COLUMNS, Tables, tables
 
 
-def write(report: Report, folder: Path) -> list[Path]:
+def write(report: Report, folder: Path, data: Tables | None = None) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, rows in tables(report):
+    for name, rows in (tables(report) if data is None else data.items()):
         path = folder / f"{name}.csv"
         with path.open("w", encoding="utf-8", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=COLUMNS[name], lineterminator="\n")

@@ -37,16 +37,22 @@ CONTRIBUTING = frozenset(
 )
 TRANSFER = "meter_transferred"
 
+# A posting's time, to the minute (``2026-11-28T21:14``) or to the quarter hour
+# (``2026-11-28T21:1`` + ``5`` for :45): every zone's offset is a whole number of quarter
+# hours, so either maps onto local hours exactly.
+MINUTE = "substr(j.at, 1, 16)"
+QUARTER_HOUR = ("substr(j.at, 1, 14) || (CAST(substr(j.at, 15, 2) AS INTEGER) / 15 * 15 / 10)"
+                " || (CAST(substr(j.at, 15, 2) AS INTEGER) / 15 * 15 % 10)")
 _FLOWS = """
-SELECT substr(j.at, 1, 16) AS minute,
+SELECT {when} AS moment,
        CASE WHEN j.kind != 'link_applied' THEN j.kind
             WHEN EXISTS (SELECT 1 FROM postings w WHERE w.seq = p.seq
-                            AND w.account LIKE 'linked_wagers:%') THEN 'contribution'
+                            AND w.account GLOB 'linked_wagers:*') THEN 'contribution'
             ELSE 'link_applied' END AS what,
        p.account, sum(p.units), count(*)
   FROM postings p JOIN journal j ON j.seq = p.seq
- WHERE p.seq > ? AND p.seq <= ?
- GROUP BY minute, what, p.account
+ WHERE p.seq > ? AND p.seq <= ? AND p.account GLOB '*:*'
+ GROUP BY moment, what, p.account
 """
 
 
@@ -78,15 +84,15 @@ Bucket = Callable[[str], tuple[int, datetime]]  # a UTC minute -> (plot bucket, 
 
 
 def flows(
-    conn: sqlite3.Connection, after: int, last: int, bucket: Bucket
+    conn: sqlite3.Connection, after: int, last: int, bucket: Bucket, *, fine: bool = True
 ) -> dict[str, MeterFlows]:
-    """Every meter's flows over rows ``after+1..last``."""
+    """Every meter's flows over rows ``after+1..last``, timed to the minute (``fine``) or
+    to the quarter hour (a long period: fewer groups, the same hours)."""
     meters: dict[str, MeterFlows] = {}
     seen_minute, where = "", (0, datetime.min)
-    for minute, what, account, total, legs in conn.execute(_FLOWS, (after, last)):
-        prefix, sep, meter = str(account).partition(":")
-        if not sep:
-            continue  # wagers, house_retained, the tray: no meter's liability
+    query = _FLOWS.format(when=MINUTE if fine else QUARTER_HOUR)
+    for minute, what, account, total, legs in conn.execute(query, (after, last)):
+        prefix, _, meter = str(account).partition(":")  # wagers, the tray...: not selected
         m = meters.get(meter)
         if m is None:
             m = meters[meter] = MeterFlows()

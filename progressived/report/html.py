@@ -16,6 +16,7 @@ from progressived.core.money import display_exact
 from progressived.report.layout import Picture, Table, cell_text, money_parts, sections
 from progressived.report.liability import Report
 from progressived.report.plots import Figure
+from progressived.report.tables import Tables
 
 STYLE = """
 @page { margin: 14mm; }
@@ -100,7 +101,7 @@ def verdict(report: Report) -> str:
     return "; ".join(parts) + "."
 
 
-def render(report: Report, figures: list[Figure]) -> str:
+def render(report: Report, figures: list[Figure], data: Tables | None = None) -> str:
     p = report.period
     body = [
         "<h1>Progressive liability report</h1>",
@@ -110,7 +111,7 @@ def render(report: Report, figures: list[Figure]) -> str:
         f'<div class="verdict {"ok" if report.ok else "bad"}">{escape(verdict(report))}</div>',
     ]
     body += [f'<p class="meta">note: {escape(n)}</p>' for n in report.notes]
-    for section in sections(report, figures):
+    for section in sections(report, figures, data):
         body.append(_figure(section.figure) if isinstance(section, Picture) else _table(section))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

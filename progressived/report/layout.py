@@ -66,8 +66,34 @@ def money_parts(units: Any) -> tuple[str, str]:
     return whole, "" if digits == "0000" else digits
 
 
-def sections(report: Report, figures: list[Figure]) -> Iterator[Section]:
-    data = dict(tables(report))
+LIST_LIMIT = 500  # rows of a list printed; all of them are in the CSV and the JSON
+
+
+def _capped(intro: str, rows: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A list's first :data:`LIST_LIMIT` rows, the intro saying where the rest are."""
+    if len(rows) <= LIST_LIMIT:
+        return intro, rows
+    return (f"{intro} The first {LIST_LIMIT:,} of {len(rows):,} are printed here; every one "
+            "is in the CSV (--csv) and the JSON (--json).", rows[:LIST_LIMIT])
+
+
+def _by_hand(awards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Awards paid per ledger, meter and hand: how many, in all, the largest."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for a in awards:
+        row = out.setdefault((a["source"], a["meter"], a["hand"]), {
+            "source": a["source"], "meter": a["meter"], "hand": a["hand"], "count": 0,
+            "amount_units": 0, "largest_units": 0})
+        row["count"] += 1
+        row["amount_units"] += a["amount_units"]
+        row["largest_units"] = max(row["largest_units"], a["amount_units"])
+    return [out[key] for key in sorted(out)]
+
+
+def sections(
+    report: Report, figures: list[Figure], data: dict[str, list[dict[str, Any]]] | None = None
+) -> Iterator[Section]:
+    data = dict(tables(report)) if data is None else data
     by_name = {f.name: f for f in figures}
     yield Table("sources", "What this report was made from",
                 "Each ledger read; the rows bounding the period (the opening is the state "
@@ -92,23 +118,31 @@ def sections(report: Report, figures: list[Figure]) -> Iterator[Section]:
                 HOLDINGS, [r for r in data["liability"] if r["level"] == "meter"])
     if "meters" in by_name:
         yield Picture(by_name["meters"])
-    yield Table("awards", "Awards paid",
-                "Every award paid in the period. Payout slip serials appear here once payout "
-                "slips are journaled.",
+    yield Table("awards_by_hand", "Awards paid by hand",
+                "How many awards each hand won from each meter in the period, in all and the "
+                "largest.",
+                (("source", "ledger", "text"), ("meter", "meter", "text"), ("hand", "hand", "text"),
+                 ("count", "awards", "number"), ("amount_units", "paid", "money"),
+                 ("largest_units", "largest", "money")),
+                _by_hand(data["awards"]))
+    intro, rows = _capped("Every award paid in the period. Payout slip serials appear here "
+                          "once payout slips are journaled.", data["awards"])
+    yield Table("awards", "Awards paid", intro,
                 (("time", "time", "text"), ("table", "table", "text"), ("seat", "seat", "number"),
                  ("hand", "hand", "text"), ("meter", "meter", "text"),
                  ("amount_units", "amount", "money"), ("meter_before_units", "meter before",
                                                        "money"),
                  ("confirmed_by", "confirmed by", "text"), ("seq", "row", "number"),
                  ("slip", "slip", "text")),
-                data["awards"])
-    yield Table("resets", "Seeds and resets",
-                "The house's money into a meter: its first funding and each reset after a "
-                "100% award, with the reserve moved into the meter.",
+                rows)
+    intro, rows = _capped("The house's money into a meter: its first funding and each reset "
+                          "after a 100% award, with the reserve moved into the meter.",
+                          data["resets"])
+    yield Table("resets", "Seeds and resets", intro,
                 (("time", "time", "text"), ("source", "ledger", "text"), ("meter", "meter", "text"),
                  ("seed_units", "seed", "money"), ("reserve_units", "from the reserve", "money"),
                  ("why", "why", "text")),
-                data["resets"])
+                rows)
     yield Table("adjustments", "Operator adjustments and transfers",
                 "Every documented correction of a meter: who, who approved it, why, when.",
                 (("time", "time", "text"), ("source", "ledger", "text"), ("meter", "meter", "text"),

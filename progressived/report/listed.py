@@ -2,9 +2,9 @@
 and transfers, parameter changes.
 
 They are few (a busy quarter pays hundreds of awards among millions of rows), so they are
-found through the ``postings`` table's plain columns (a row with a leg on a meter's seed
-funding, adjustments, pending or paid account) and the journal's kind index, and then read
-from their hashed ``data``. A table's awards and a link's claims are read alike: a claim's
+found through the journal's kind index (a link's claims through the ``postings`` table's
+accounts: a leg on a meter's seed funding, pending or paid account), and then read from
+their hashed ``data``. A table's awards and a link's claims are read alike: a claim's
 table, seat and hand come from the claim row its confirmation names.
 """
 
@@ -15,15 +15,20 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-_MONEY_ROWS = """
+# A link's rows are all ``link_applied``: its claims, confirmations and rejections are the
+# rows with a leg on a meter's seed funding, pending or paid account.
+_LINK_ROWS = """
 SELECT j.seq, j.at, j.kind, j.round, j.seat, j.actor, j.data FROM journal j
  WHERE j.seq IN (SELECT DISTINCT seq FROM postings WHERE seq > :after AND seq <= :last
-                    AND (account LIKE 'seed_funding:%' OR account LIKE 'adjustments:%'
-                         OR account LIKE 'paid_attendant:%' OR account LIKE 'award_pending:%'))
+                    AND (account GLOB 'seed_funding:*' OR account GLOB 'adjustments:*'
+                         OR account GLOB 'paid_attendant:*' OR account GLOB 'award_pending:*'))
  ORDER BY j.seq"""
+# A table's (and a link's own) are found by kind, through the journal's kind index.
 _KIND_ROWS = """
 SELECT seq, at, kind, round, seat, actor, data FROM journal
- WHERE kind IN ('meter_transferred', 'parameter_changed') AND seq > :after AND seq <= :last
+ WHERE kind IN ('meter_opened', 'award_keyed', 'award_reversed', 'award_confirmed',
+                'meter_adjusted', 'meter_transferred', 'parameter_changed')
+   AND seq > :after AND seq <= :last
  ORDER BY seq"""
 _CLAIM_BEFORE = """
 SELECT data FROM journal WHERE kind = 'link_applied' AND seq < ?
@@ -96,12 +101,17 @@ class Listed:
     changes: list[Change] = field(default_factory=list)
 
 
-def _legs(data: dict[str, Any], prefix: str) -> dict[str, int]:
-    out: dict[str, int] = {}
+_LISTED_LEGS = frozenset({"seed_funding", "reserve", "paid_attendant"})
+
+
+def _legs(data: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """A row's legs on the accounts the lists need: {kind: {meter: units}}."""
+    out: dict[str, dict[str, int]] = {}
     for account, units in data.get("postings") or ():
         kind, sep, meter = str(account).partition(":")
-        if sep and kind == prefix:
-            out[meter] = out.get(meter, 0) + int(units)
+        if sep and kind in _LISTED_LEGS:
+            legs = out.setdefault(kind, {})
+            legs[meter] = legs.get(meter, 0) + int(units)
     return out
 
 
@@ -109,7 +119,9 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
     """Every listed row of rows ``after+1..last``, in ledger order."""
     out = Listed()
     args = {"after": after, "last": last}
-    rows = conn.execute(_MONEY_ROWS, args).fetchall() + conn.execute(_KIND_ROWS, args).fetchall()
+    rows = conn.execute(_KIND_ROWS, args).fetchall()
+    if conn.execute("SELECT 1 FROM meta WHERE key = 'ledger_kind' AND value = 'link'").fetchone():
+        rows += conn.execute(_LINK_ROWS, args).fetchall()
     claims: dict[str, dict[str, Any]] = {}
     keyed: dict[tuple[Any, ...], tuple[int, int]] = {}
     for seq, at, kind, rnd, seat, actor, text in sorted(rows, key=lambda r: int(r[0])):
@@ -129,7 +141,8 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
         if kind == "award_keyed":
             key = (rnd, seat, data.get("hand"), data.get("meter"))
             keyed[key] = (int(data["meter_before"]), int(data["meter_after"]))
-        seeds, reserves = _legs(data, "seed_funding"), _legs(data, "reserve")
+        legs = _legs(data)
+        seeds, reserves = legs.get("seed_funding", {}), legs.get("reserve", {})
         for meter, units in seeds.items():
             why = {
                 "meter_opened": "meter opened (first funding)",
@@ -137,7 +150,7 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
                 "claim": "reset after a 100% award",
             }.get(what, "a reset undone (award rejected or voided)")
             out.resets.append(Reset(seq, at, meter, -units, -reserves.get(meter, 0), why))
-        for meter, units in _legs(data, "paid_attendant").items():
+        for meter, units in legs.get("paid_attendant", {}).items():
             out.awards.append(_award(conn, source, seq, at, what, rnd, seat, data, meter,
                                      units, claims, keyed))
         if what == "meter_adjusted":

@@ -17,13 +17,16 @@ from progressived.report.html import verdict
 from progressived.report.layout import Picture, Table, cell_text, sections
 from progressived.report.liability import Report
 from progressived.report.plots import Figure
+from progressived.report.tables import Tables
 
 PAPERS = ("A4", "letter")
 RED = "#b00020"
 WIDTHS = {"money": 1.6, "number": 0.9, "text": 1.4, "lines": 4.0}
 
 
-def render(report: Report, figures: list[Figure], paper: str = "A4") -> bytes:
+def render(
+    report: Report, figures: list[Figure], paper: str = "A4", data: Tables | None = None
+) -> bytes:
     from reportlab.lib import colors, pagesizes  # noqa: PLC0415 - the report extra
     from reportlab.lib.styles import getSampleStyleSheet  # noqa: PLC0415
     from reportlab.lib.units import mm  # noqa: PLC0415
@@ -85,7 +88,7 @@ def render(report: Report, figures: list[Figure], paper: str = "A4") -> bytes:
             style.append(("BACKGROUND", (c, r), (c, r), colors.HexColor("#fdecea")))
         return [Grid(rows, colWidths=widths, repeatRows=1, style=TableStyle(style))]
 
-    for section in sections(report, figures):
+    for section in sections(report, figures, data):
         if isinstance(section, Picture):
             f = section.figure
             image = Image(io.BytesIO(f.png))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from progressived.config.site import SiteSection
 
@@ -32,7 +33,7 @@ class Period:
     time_zone: str
 
     def local(self, instant: datetime) -> datetime:
-        return instant.astimezone(SiteSection(time_zone=self.time_zone).zone)
+        return instant.astimezone(ZoneInfo(self.time_zone))  # ZoneInfo keeps one per key
 
     def text(self, instant: datetime) -> str:
         """A local time as a report prints it: ``2026-11-28 06:00:00 EST``."""

@@ -15,6 +15,7 @@ the PNG carries no software or time stamp, and the data are in the report's own 
 
 from __future__ import annotations
 
+import bisect
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,12 +96,14 @@ def meters(report: Report) -> Figure:
             ys = [value / DOLLAR for _, value, _ in m.series]
             ax.step(xs, ys, where="post", color=colour, linewidth=1.1, label=_label(m))
             won = [a for a in report.awards if a.source == m.source and a.meter == m.meter]
-            for award in won:
-                at = parse_at(award.at)
-                value = award.meter_before if award.meter_before is not None else _value_at(m, at)
-                ax.plot([_local(report, at)], [value / DOLLAR], marker="v", color=colour,
-                        markersize=6, markeredgecolor="black", markeredgewidth=0.5,
-                        linestyle="none")
+            times = [parse_at(a.at) for a in won]
+            moments = [moment for moment, _, _ in m.series]
+            values = [a.meter_before if a.meter_before is not None else _value_at(m, moments, at)
+                      for a, at in zip(won, times, strict=True)]
+            if won:  # one call for all of a meter's markers (a quarter may pay thousands)
+                ax.plot([_local(report, at) for at in times], [v / DOLLAR for v in values],
+                        marker="v", color=colour, markersize=6, markeredgecolor="black",
+                        markeredgewidth=0.5, linestyle="none")
         ax.set_ylabel("meter ($)")
         ax.set_title("Meter value over the period; ▼ an award paid (the meter before it)")
         _time_axis(report, ax)
@@ -112,13 +115,11 @@ def meters(report: Report) -> Figure:
                   "rows; each marker is an award paid, at the meter's value before it.", png)
 
 
-def _value_at(m: MeterLine, at: datetime) -> int:
-    value = m.series[0][1] if m.series else 0
-    for moment, meter, _ in m.series:
-        if moment > at:
-            break
-        value = meter
-    return value
+def _value_at(m: MeterLine, moments: list[datetime], at: datetime) -> int:
+    """The meter's line at ``at`` (the last point at or before it; ``moments``: its times)."""
+    if not m.series:
+        return 0
+    return m.series[max(bisect.bisect_right(moments, at) - 1, 0)][1]
 
 
 def contributions(report: Report) -> Figure:

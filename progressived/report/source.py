@@ -1,11 +1,11 @@
 """One ledger read for a report: its period's rows, recorded edges, flows, listed rows and
 the period's own verify, all inside one consistent read.
 
-The edges and the listed rows are read on this process's read transaction; the flows and
-the postings check run on threads (SQLite works without the GIL) and, on a long period, the
-hash chain in a forked process (Python hashing), as ``ledger verify`` splits its work. Every
-one of them reads rows ``before+1..last`` only, rows a writer can no longer change, so a
-report can be made while the daemon or the link controller writes.
+The figures are read on this process's read transaction; meanwhile the postings check runs
+on a thread (SQLite, without the GIL) and, on a long period, the hash chain walk in a forked
+process (Python hashing), each on its own connection, as ``ledger verify`` splits its work
+between the two cores. All read rows ``before+1..last`` only, rows a writer can no longer
+change, so a report can be made while the daemon or the link controller writes.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import os
 import sqlite3
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from progressived.ledger import checks, snapshot
+from progressived.ledger import snapshot
 from progressived.ledger.errors import LedgerError, LedgerMismatch, LedgerMissing
 from progressived.ledger.readonly import connect_readonly
 from progressived.link.core import journal as link_journal
@@ -31,6 +32,7 @@ from progressived.report.listed import Listed, listed
 from progressived.report.period import Period
 
 FORK_ROWS = 200_000  # a period this long has its chain walked by a second process
+FINE = timedelta(days=2)  # a period up to this long has its flows timed to the minute
 
 
 @dataclass(frozen=True)
@@ -100,23 +102,19 @@ def read(path: Path, location: str, period: Period, bucket: Bucket) -> LedgerPer
         edges = bounds(conn, period.start, period.end)
         after, last = edges.before.seq, edges.last.seq
         balances_of: BalancesOf = link_snapshot.balances_of if link else _table_balances
-        with ThreadPoolExecutor(2, thread_name_prefix="report-sql") as threads:
-            walked = _walk_in_background(path, edges)
-            table = str(meta.get("table_id", ident))
-            postings_job = threads.submit(check.postings, path, table, after, last)
-            flows_job = threads.submit(_on_own, path, lambda c: flows(c, after, last, bucket))
+        table = str(meta.get("table_id", ident))
+        walked = _walk_in_background(path, edges)  # forked before any thread starts
+        with ThreadPoolExecutor(1, thread_name_prefix="report-postings") as thread:
+            postings = thread.submit(check.postings, path, table, after, last)
+            by_meter = flows(conn, after, last, bucket, fine=period.end - period.start <= FINE)
             opening, opening_from = recorded(conn, after, edges.head.seq, balances_of)
             closing, closing_from = recorded(conn, last, edges.head.seq, balances_of)
             rows = listed(conn, ident, after, last)
             counts = wagers(conn, after, last, link)
             params = _params(conn, after, link)
-            problems = (
-                walked.result()
-                if isinstance(walked, Future)
-                else check.walk(path, after, edges.before.hash, last)
-            )
-            problems += postings_job.result()
-            by_meter = flows_job.result()
+            problems = (walked.result() if walked is not None
+                        else check.walk(path, after, edges.before.hash, last))
+            problems += postings.result()
     except sqlite3.Error as exc:
         raise LedgerError(f"{location}: cannot read the ledger: {exc}") from None
     finally:
@@ -129,19 +127,11 @@ def read(path: Path, location: str, period: Period, bucket: Bucket) -> LedgerPer
 
 
 def _walk_in_background(path: Path, edges: Bounds) -> Future[list[str]] | None:
-    """The chain walk of a long period in a forked process (``None``: walk it here)."""
+    """The hash chain of a long period walked by a forked process (Python hashing, a core of
+    its own), while this one reads the figures (``None``: a short period, walked here)."""
     if edges.rows < FORK_ROWS or (os.cpu_count() or 1) < 2:
         return None
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
     job = pool.submit(check.walk, path, edges.before.seq, edges.before.hash, edges.last.seq)
     pool.shutdown(wait=False)  # the job still runs; the pool ends with it
     return job
-
-
-def _on_own(path: Path, work: Any) -> Any:
-    """``work(connection)`` on a read-only connection of its own."""
-    conn = checks.open_read(path)
-    try:
-        return work(conn)
-    finally:
-        conn.close()

@@ -222,8 +222,12 @@ def tables(report: Report) -> Iterator[tuple[str, list[Row]]]:
         yield name, build(report)
 
 
-def document(report: Report) -> dict[str, Any]:
-    """The whole report, JSON-ready (``--json``): its period, verdict and every table."""
+Tables = dict[str, list[Row]]
+
+
+def document(report: Report, data: Tables | None = None) -> dict[str, Any]:
+    """The whole report, JSON-ready (``--json``): its period, verdict and every table
+    (``data``: the tables, when already made)."""
     p = report.period
     return {
         "report": "liability",
@@ -241,5 +245,5 @@ def document(report: Report) -> dict[str, Any]:
         ],
         "notes": list(report.notes),
         "slips": "payout slip serials appear here once payout slips are journaled",
-        "tables": dict(tables(report)),
+        "tables": dict(tables(report)) if data is None else data,
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from progressived.core.money import display_exact
 from progressived.report.liability import Report
-from progressived.report.tables import tables
+from progressived.report.tables import Tables, tables
 
 RED, BOLD, RESET = "\033[31;1m", "\033[1m", "\033[0m"
 
@@ -19,11 +19,11 @@ def money(units: Any) -> str:
     return "" if units is None else display_exact(int(units))
 
 
-def render(report: Report, *, colour: bool = False) -> str:
+def render(report: Report, *, colour: bool = False, data: Tables | None = None) -> str:
     def red(text: str) -> str:
         return f"{RED}{text}{RESET}" if colour else text
 
-    data = dict(tables(report))
+    data = dict(tables(report)) if data is None else data
     p = report.period
     out = [
         f"Progressive liability report: {p.label}",
