@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -119,3 +120,18 @@ def test_a_day_is_drawn_hour_by_hour(ledgers: list[Path]) -> None:
     day = make(ledgers, period.gaming_day(rd.SITE, "2026-10-02"),
                datetime(2026, 12, 1, tzinfo=UTC))
     assert day.meters[0].hourly and all(f.png.startswith(PNG) for f in plots.figures(day))
+
+
+def test_html_without_the_report_extra_is_one_line_and_exit_8(
+    ledgers: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    status = main(["report", "liability", "--day", "2026-10-02", "--db", str(ledgers[0]),
+                   "--html", str(tmp_path / "r.html")])
+    assert status == 8
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "progressivectl report liability: --html and --pdf need the report extra (matplotlib "
+        "is not installed): pip install 'progressived[report]'"]
+    assert not (tmp_path / "r.html").exists()
