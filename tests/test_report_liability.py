@@ -75,6 +75,10 @@ def test_a_quarter_reconciles_per_meter_table_and_in_total(ledgers: dict[str, Pa
     assert [(a.table, a.hand) for a in report.awards if a.source == "link-a"] == [
         ("t2", "royal-flush")]
     assert link.seeds == 2 * 1000 * 1_000_000  # opened, then reset after the royal flush
+    # the link's contributions by member table add up to its meter's
+    assert {table for _, _, table, _, _ in report.members} == {"t1", "t2"}
+    assert sum(c for *_, c in report.members) == link.contributions
+    assert sum(w for *_, w, _ in report.members) == 10 * 1_000_000  # 15 wagers, 5 voided
     rows = dict(tables.tables(report))
     assert rows["liability"][-1]["level"] == "total"
     assert rows["liability"][-1]["variance_units"] == 0

@@ -162,3 +162,28 @@ def wagers(conn: sqlite3.Connection, after: int, last: int, link: bool) -> dict[
         ):
             out[str(meter)] = out.get(str(meter), 0) - int(count)
     return out
+
+
+_MEMBERS = """
+SELECT substr(j.idem_key, 1, instr(j.idem_key, ':') - 1) AS member, p.account, sum(p.units)
+  FROM postings p JOIN journal j ON j.seq = p.seq
+ WHERE p.seq > ? AND p.seq <= ? AND j.kind = 'link_applied'
+   AND (p.account GLOB 'linked_wagers:*' OR p.account GLOB 'meter:*'
+        OR p.account GLOB 'reserve:*' OR p.account GLOB 'overflow:*')
+   AND EXISTS (SELECT 1 FROM postings w WHERE w.seq = p.seq AND w.account GLOB 'linked_wagers:*')
+ GROUP BY member, p.account
+"""
+
+
+def members(conn: sqlite3.Connection, after: int, last: int) -> dict[tuple[str, str], list[int]]:
+    """A link's contributions by member table: (meter, table) -> [wagered, contributed], in
+    units, net of reversals. A row's table is its idempotency key's (``TABLE:SEQ``)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for member, account, total in conn.execute(_MEMBERS, (after, last)):
+        prefix, _, meter = str(account).partition(":")
+        figures = out.setdefault((meter, str(member)), [0, 0])
+        if prefix == "linked_wagers":
+            figures[0] -= int(total)
+        else:
+            figures[1] += int(total)
+    return out

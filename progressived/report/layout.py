@@ -111,6 +111,16 @@ def sections(
                 "Opening + contributions + seeds/resets - awards paid + adjustments - closing "
                 "= variance, per meter, to the unit. It must be 0.",
                 LIABILITY, data["liability"], flagged="variance_units")
+    if data["link_tables"]:
+        yield Table("link_tables", "Linked meters by member table",
+                    "What each member table wagered on a linked meter and contributed to its "
+                    "meter and reserve (net of voids), and the awards it won from it.",
+                    (("source", "link", "text"), ("meter", "meter", "text"),
+                     ("table", "table", "text"), ("wagered_units", "wagered", "money"),
+                     ("contributed_units", "contributed", "money"),
+                     ("awards_paid_count", "awards", "number"),
+                     ("awards_paid_units", "awards paid", "money")),
+                    data["link_tables"])
     yield Table("holdings", "Counts, and the liability by account",
                 "The wagers contributing, the resets and the awards paid; then the meter, its "
                 "reserve, its overflow above a limit and the awards pending the supervisor: "

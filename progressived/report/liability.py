@@ -102,6 +102,8 @@ class Report:
     resets: tuple[tuple[str, Reset], ...]  # (ledger id, reset)
     adjustments: tuple[tuple[str, Adjustment], ...]
     changes: tuple[tuple[str, Change], ...]
+    # a link's contributions by member table: (link, meter, table, wagered, contributed)
+    members: tuple[tuple[str, str, str, int, int], ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -238,5 +240,7 @@ def build(ledgers: Sequence[LedgerPeriod], period: Period, *, created_at: dateti
         tuple((ledger.id, r) for ledger in ledgers for r in ledger.listed.resets),
         tuple((ledger.id, a) for ledger in ledgers for a in ledger.listed.adjustments),
         tuple((ledger.id, c) for ledger in ledgers for c in ledger.listed.changes),
+        tuple((ledger.id, meter, table, figures[0], figures[1])
+              for ledger in ledgers for (meter, table), figures in sorted(ledger.members.items())),
         tuple(notes),
     )

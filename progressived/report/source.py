@@ -27,7 +27,7 @@ from progressived.link.core import journal as link_journal
 from progressived.link.core import snapshot as link_snapshot
 from progressived.report import check
 from progressived.report.bounds import BalancesOf, Bounds, bounds, recorded
-from progressived.report.flows import Bucket, MeterFlows, flows, wagers
+from progressived.report.flows import Bucket, MeterFlows, flows, members, wagers
 from progressived.report.listed import Listed, listed
 from progressived.report.period import Period
 
@@ -51,6 +51,7 @@ class LedgerPeriod:
     wagers: dict[str, int]  # a table's under "*", a link's per meter
     listed: Listed
     params_open: dict[str, Any]  # parameters in force at the period's start (flat keys)
+    members: dict[tuple[str, str], list[int]]  # a link's: (meter, table) -> [wagered, contributed]
     problems: list[str]  # the period's verify: empty when it passed
 
     @property
@@ -111,6 +112,7 @@ def read(path: Path, location: str, period: Period, bucket: Bucket) -> LedgerPer
             closing, closing_from = recorded(conn, last, edges.head.seq, balances_of)
             rows = listed(conn, ident, after, last)
             counts = wagers(conn, after, last, link)
+            by_member = members(conn, after, last) if link else {}
             params = _params(conn, after, link)
             problems = (walked.result() if walked is not None
                         else check.walk(path, after, edges.before.hash, last))
@@ -121,7 +123,7 @@ def read(path: Path, location: str, period: Period, bucket: Bucket) -> LedgerPer
         conn.close()
     return LedgerPeriod(
         "link" if link else "table", ident, location, edges, opening, opening_from,
-        closing, closing_from, by_meter, counts, rows, params, problems,
+        closing, closing_from, by_meter, counts, rows, params, by_member, problems,
     )
 
 

@@ -27,6 +27,7 @@ TITLES = {
     "adjustments": "Operator adjustments and transfers",
     "parameter_changes": "Rate and parameter changes",
     "hourly": "Contributions per hour",
+    "link_tables": "Linked meters by member table",
 }
 
 
@@ -177,6 +178,21 @@ def hourly(report: Report) -> list[Row]:
     return rows
 
 
+def link_tables(report: Report) -> list[Row]:
+    """Each linked meter's contributions and awards by member table (what each table gave
+    the link and won from it)."""
+    rows = []
+    for source, meter, table, wagered, contributed in report.members:
+        won = [a for a in report.awards if a.source == source and a.meter == meter
+               and a.table == table]
+        rows.append({
+            "source": source, "meter": meter, "table": table, "wagered_units": wagered,
+            "contributed_units": contributed, "awards_paid_count": len(won),
+            "awards_paid_units": sum(a.units for a in won),
+        })
+    return rows
+
+
 def sources(report: Report) -> list[Row]:
     return [
         {
@@ -208,12 +224,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                     "approved_by", "actor", "reason", "meter_before_units"),
     "parameter_changes": ("source", "seq", "time", "actor", "key", "old", "new", "reason"),
     "hourly": ("hour", "source", "meter", "contributed_units"),
+    "link_tables": ("source", "meter", "table", "wagered_units", "contributed_units",
+                    "awards_paid_count", "awards_paid_units"),
 }
 
 BUILDERS = {
     "sources": sources, "liability": liability, "par": par, "hits": hits, "awards": awards,
     "resets": resets, "adjustments": adjustments, "parameter_changes": parameter_changes,
-    "hourly": hourly,
+    "hourly": hourly, "link_tables": link_tables,
 }
 
 
