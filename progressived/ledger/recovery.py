@@ -56,7 +56,7 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
                     f"ledger {path}: snapshot at row {snap[0]} does not match the "
                     "journal (run `progressivectl ledger verify`)"
                 )
-            state = snapshot.loads(snap[2])
+            state = _snapshot_state(path, int(snap[0]), str(snap[2]))
             since = int(snap[0])
         walk = chain.Walk(since, chain.GENESIS if snap is None else str(snap[1]))
         for seq, _check, _message in walk.breaks(conn.execute(chain.ROWS_SQL, (since, head_seq))):
@@ -78,6 +78,18 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
         raise LedgerError(_disagreement(conn, path, snap, head_seq))
     head = Head(head_seq, head_hash, balances, state, head_seq - since)
     return head, Recovery(since, replayed, time.perf_counter() - started)
+
+
+def _snapshot_state(path: Path, seq: int, text: str) -> TableState:
+    """The state of the snapshot recovery starts from; one that cannot be read (a value of
+    the wrong type, an unknown key: docs/ledger.md, "Snapshots") stops the open."""
+    try:
+        return snapshot.loads(text)
+    except snapshot.SnapshotError as exc:
+        raise LedgerError(
+            f"ledger {path}: the snapshot at row {seq} cannot be read ({exc}): run "
+            "`progressivectl ledger verify --deep`"
+        ) from None
 
 
 def posted(conn: sqlite3.Connection, upto: int) -> dict[str, int]:
