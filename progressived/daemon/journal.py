@@ -11,7 +11,7 @@ Everything the journal needs is given at construction: the ledger already open (
 :class:`~progressived.daemon.current.CurrentTable`), the executor, its observers, the
 link's outbox for a table with linked meters. :meth:`Journal.submit` returns what
 happened (:class:`~progressived.daemon.port.Committed` or
-:class:`~progressived.daemon.port.Refused`); nothing reads its attributes to find out.
+:class:`~progressived.daemon.port.CommandRefused`); nothing reads its attributes to find out.
 System records, the commit, the ledger's failure and recovery, and parameter changes are
 :mod:`progressived.daemon.ledger_writer`'s.
 """
@@ -28,7 +28,7 @@ import structlog
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.link_out import LinkOutbox, Outgoing
 from progressived.daemon.outbox import event_outbox
-from progressived.daemon.port import Committed, Note, RefusalCode, Refused, Submitted
+from progressived.daemon.port import CommandRefused, Committed, Note, RefusalCode, Submitted
 from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, SetClosed, TableState, decide
 from progressived.engine.decision import Decision
 from progressived.engine.events import Event
@@ -139,16 +139,18 @@ class Journal:
         if isinstance(command, Lock) and not self.writer.health.ledger_ok:
             await self._noted(note, note_at)
             await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
-            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
+            return CommandRefused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
         decision = decide(self.current.params, self.state, command, self._meter_port)
         decided = time.perf_counter()
         if not isinstance(decision, Accepted) or not decision.events:
             if not await self._noted(note, note_at):
-                return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED)
+                return CommandRefused(
+                    code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED
+                )
             if isinstance(decision, Accepted):
                 return Committed(events=(), seqs=range(0))
             await self.refuse(decision.reason, decision.code, command, idempotency_key)
-            return Refused(code=RefusalCode.REJECTED, reason=decision.reason)
+            return CommandRefused(code=RefusalCode.REJECTED, reason=decision.reason)
         items = self._items(command, decision, idempotency_key, note, note_at)
         link = await self._link_messages(command, decision, idempotency_key)
         planned = time.perf_counter()
@@ -160,11 +162,13 @@ class Journal:
             )
         except LedgerUnavailable as exc:
             await self.writer.failed(exc)
-            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}")
+            return CommandRefused(
+                code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}"
+            )
         committed = time.perf_counter()
         if results[-1].duplicate:
             log.info("duplicate input ignored", key=idempotency_key)
-            return Refused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
+            return CommandRefused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
         self.current.state = decision.state
         if link is not None and self._link is not None:
             self._link.outbox.committed(link)

@@ -15,13 +15,13 @@ from progressived.config.table import ConfigError
 from progressived.core.money import MoneyError, cents, display, dollars
 from progressived.core.params import TableParams
 from progressived.daemon.port import (
+    CommandRefused,
     DeskPort,
     DeskStatus,
     LinkStatus,
     Note,
     ParameterPlan,
     RefusalCode,
-    Refused,
 )
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.engine.state import LINK_REFUSED, Phase
@@ -125,13 +125,13 @@ class OperatorDesk:
                 note=Note(f"operator_{action}", who, operator),
             )
             # Refused otherwise (already closed so, say): the answer shows the closures.
-            if isinstance(done, Refused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
+            if isinstance(done, CommandRefused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
                 return {"ok": False, "error": LEDGER_UNAVAILABLE}
             if not closing:  # the configuration fixed: the link refusal's closure ends too
                 for reason in sorted(self.port.status().state.closed):
                     if reason.startswith(LINK_REFUSED):
                         reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
-                        if isinstance(done := await self.port.submit(reopen), Refused):
+                        if isinstance(done := await self.port.submit(reopen), CommandRefused):
                             return {"ok": False, "error": done.reason}
             return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
@@ -161,7 +161,7 @@ class OperatorDesk:
                     actor=operator,
                     at=now,
                 )
-            if isinstance(done := await self.port.submit(command), Refused):
+            if isinstance(done := await self.port.submit(command), CommandRefused):
                 return {"ok": False, "error": done.reason}
             return {"ok": True, "status": self.status()}
         return {"ok": False, "error": f"unknown action {action!r}"}
@@ -171,7 +171,7 @@ class OperatorDesk:
     ) -> dict[str, Any]:
         """Re-read the configuration file and apply new progressive parameters.
 
-        Refused while a round is open or an award awaits the supervisor, without a second
+        CommandRefused while a round is open or an award awaits the supervisor, without a second
         person's approval, or when the new file is invalid, names another table, changes the
         set of meters, or sets a limit below a meter's current amount. Journaled with the
         old and new values. Board, MQTT and ledger settings take effect at the next start.

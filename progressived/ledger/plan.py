@@ -32,7 +32,7 @@ SNAPSHOT_AT_ROUND_END = 200  # rows: a snapshot at a round end once this many ha
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
+class CommittedHead:
     """The committed end of the ledger that a plan starts from (and ends at)."""
 
     seq: int = 0
@@ -53,7 +53,7 @@ class Plan:
     keys: list[tuple[str, int, int]]  # idempotency key, first_seq, last_seq
     outbox: list[tuple[int, str, str, int, int]]  # seq, topic, payload, qos, retain
     snapshot: tuple[int, str, str] | None  # seq, hash, state JSON
-    head: Head
+    head: CommittedHead
 
     @property
     def empty(self) -> bool:
@@ -61,7 +61,7 @@ class Plan:
         return not self.journal and not self.keys
 
 
-class Refused(ValueError):
+class AppendRefused(ValueError):
     """A call the ledger will not journal (the message says why)."""
 
 
@@ -72,7 +72,7 @@ _Spec = tuple[
 
 def plan(
     items: Sequence[Batch | Record],
-    head: Head,
+    head: CommittedHead,
     known: Mapping[str, AppendResult],
     *,
     table_id: str,
@@ -81,7 +81,7 @@ def plan(
     """The rows ``items`` write after ``head``; ``known`` holds the idempotency keys of
     ``items`` already journaled (their calls are duplicates and write nothing).
 
-    Raises :class:`Refused` when a call must be refused; nothing is then written by any
+    Raises :class:`AppendRefused` when a call must be refused; nothing is then written by any
     call of the transaction.
     """
     seq, prev = head.seq, head.hash
@@ -152,11 +152,13 @@ def plan(
                         JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
                     )
         except (ValueError, TypeError) as exc:
-            raise Refused(str(exc)) from None
+            raise AppendRefused(str(exc)) from None
         if isinstance(item, Batch):
             engine = item.state.balances  # equal dicts first: the usual case, in C
             if balances != engine and nonzero(balances) != nonzero(engine):
-                raise Refused("the engine's balances differ from the ledger's after these events")
+                raise AppendRefused(
+                    "the engine's balances differ from the ledger's after these events"
+                )
             state = item.state
         result = AppendResult(seq - count + 1, seq)
         results.append(result)
@@ -170,7 +172,7 @@ def plan(
     snap = None
     if journal and (since >= snapshot_every or (round_end and since >= SNAPSHOT_AT_ROUND_END)):
         snap = (seq, prev, snapshot.dumps(state))
-    after = Head(seq, prev, balances, state, 0 if snap is not None else since)
+    after = CommittedHead(seq, prev, balances, state, 0 if snap is not None else since)
     return Plan(
         results,
         journal,

@@ -22,7 +22,7 @@ from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.plan import Head
+from progressived.ledger.plan import CommittedHead
 from progressived.ledger.rows import nonzero
 
 
@@ -35,13 +35,13 @@ class Recovery:
     seconds: float
 
 
-def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
-    """The head as committed in the file (an empty :class:`Head` for an empty journal)."""
+def recover(conn: sqlite3.Connection, path: Path) -> tuple[CommittedHead, Recovery]:
+    """The head as committed in the file (an empty :class:`CommittedHead` for an empty journal)."""
     started = time.perf_counter()
     try:
         last = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
         if last is None:
-            return Head(), Recovery(0, 0, 0.0)
+            return CommittedHead(), Recovery(0, 0, 0.0)
         head_seq, head_hash = int(last[0]), str(last[1])
         balances = {str(a): int(u) for a, u in conn.execute("SELECT account, units FROM balances")}
         snap = conn.execute(
@@ -76,7 +76,7 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
         raise translate(exc, path) from None
     if nonzero(state.balances) != nonzero(balances):
         raise LedgerError(_disagreement(conn, path, snap, head_seq))
-    head = Head(head_seq, head_hash, balances, state, head_seq - since)
+    head = CommittedHead(head_seq, head_hash, balances, state, head_seq - since)
     return head, Recovery(since, replayed, time.perf_counter() - started)
 
 

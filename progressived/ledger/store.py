@@ -32,7 +32,7 @@ from progressived.ledger.errors import (
     LedgerUnavailable,
 )
 from progressived.ledger.handle import LedgerHandle
-from progressived.ledger.plan import SNAPSHOT_EVERY, Head
+from progressived.ledger.plan import SNAPSHOT_EVERY, CommittedHead
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.recovery import Recovery, recover
 from progressived.ledger.rows import (
@@ -303,7 +303,7 @@ class Ledger(LedgerHandle):
     ) -> list[AppendResult]:
         """Plan the rows (pure; refuses bad input), commit them, then move the head."""
         self._check_open()
-        head = Head(
+        head = CommittedHead(
             self._head_seq, self._head_hash, self._balances, self._state, self._since_snapshot
         )
         first = self._store.known_keys(item.idempotency_key for item in items)
@@ -312,7 +312,7 @@ class Ledger(LedgerHandle):
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
             )
-        except plan.Refused as exc:
+        except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.heads import Head, witnessed
+from progressived.ledger.heads import WitnessedHead, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
 
@@ -132,7 +132,7 @@ def verify(
     integrity: bool = True,
     max_problems: int = 50,
     progress: Progress | None = None,
-    heads: Sequence[Head] = (),
+    heads: Sequence[WitnessedHead] = (),
     kinds: Mapping[str, LedgerKind] | None = None,
 ) -> VerifyReport:
     """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.

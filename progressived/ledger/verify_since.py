@@ -29,7 +29,7 @@ from pathlib import Path
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.heads import HEAD_ORDER, Head, VerifiedHead, witnessed
+from progressived.ledger.heads import HEAD_ORDER, VerifiedHead, WitnessedHead, witnessed
 from progressived.ledger.rows import nonzero
 from progressived.ledger.verify import Problem, VerifyReport, meter_ids
 
@@ -59,7 +59,7 @@ def verify_since(
     path: Path | str,
     verified: VerifiedHead,
     *,
-    heads: Sequence[Head] = (),
+    heads: Sequence[WitnessedHead] = (),
     max_problems: int = 50,
 ) -> VerifyReport:
     """Check the rows after ``verified``; raises :class:`LedgerError` if the file cannot be
@@ -84,7 +84,7 @@ def _check(
     report: VerifyReport,
     found: list[checks.Finding],
     verified: VerifiedHead,
-    heads: Sequence[Head],
+    heads: Sequence[WitnessedHead],
     limit: int,
 ) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())

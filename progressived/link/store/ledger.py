@@ -303,10 +303,10 @@ class LinkLedger:
         if not rows:
             self.book = state
             return
-        head = plan.Head(self.head.seq, self.head.hash, self._balances)
+        head = plan.CommittedHead(self.head.seq, self.head.hash, self._balances)
         try:
             planned = plan.plan(rows, head, {}, table_id=self.params.link_id, snapshot_every=NEVER)
-        except plan.Refused as exc:
+        except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self.where}: refused: {exc}") from None
         if any(r.duplicate for r in planned.results):
             raise LedgerError(f"ledger {self.where}: a table sequence twice in one batch")
