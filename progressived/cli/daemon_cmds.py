@@ -32,6 +32,7 @@ from progressived.link.runtime.config import load_link_config
 from progressived.link.runtime.pairing import pair_problems
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.runtime.config_files import PasswordFileError
 from progressived.runtime.control import control_socket_problem
 from progressived.runtime.listen import ListenError
 
@@ -130,6 +131,9 @@ def run(config: DaemonConfig) -> int:
     except ListenError as exc:  # a port or the control socket is taken: nothing started
         print(f"progressived: {exc}", file=sys.stderr)
         return Exit.CANNOT_LISTEN
+    except PasswordFileError as exc:  # [mqtt] password_file, read at start: nothing started
+        print(f"progressived: {config.source}: mqtt.password_file: {exc}", file=sys.stderr)
+        return Exit.USAGE
     if status == Exit.INTERRUPTED:
         print("progressived: interrupted", file=sys.stderr)
     return status

@@ -15,15 +15,15 @@ background it is drawn on: a sign is read from across the pit.
 from __future__ import annotations
 
 import re
-import tomllib
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from progressived.config.paytables import Paytable, PaytableError, load_paytable, paytable_dir
 from progressived.core.money import UNITS_PER_CENT, MoneyError, dollars
+from progressived.runtime.config_files import StrictModel, read_toml
 from progressived.signs.web.look import MIN_CONTRAST, Colours, SignConfig, SourceLook, contrast
 
 LOGO_BYTES = 1024 * 1024  # a logo is read once at start and served from memory
@@ -51,11 +51,9 @@ def _shown(value: str | None, longest: int) -> str | None:
     return text
 
 
-class ColoursSection(BaseModel):
+class ColoursSection(StrictModel):
     """``[sign.colours]``: every colour ``#rrggbb``; text colours keep 7:1 on their ground
     (the defaults are :class:`Colours`'s)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     background: str = Colours.background
     text: str = Colours.text
@@ -91,10 +89,8 @@ class ColoursSection(BaseModel):
         return self
 
 
-class SourceSection(BaseModel):
+class SourceSection(StrictModel):
     """One ``[[sign.tables]]`` or ``[[sign.links]]`` entry: how the sign presents it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=_ID)
     name: str | None = None  # what players read ("Table 7"); none: the id is not shown
@@ -118,10 +114,8 @@ class SourceSection(BaseModel):
         return {meter: name.strip() for meter, name in value.items()}
 
 
-class SignSection(BaseModel):
+class SignSection(StrictModel):
     """``[sign]``: the whole file's one table."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str | None = None  # over every page; none: each source's game title
     logo: Path | None = None  # PNG, SVG, JPEG or WebP, at most 1 MiB, shown beside the title
@@ -147,9 +141,7 @@ class SignSection(BaseModel):
         return self
 
 
-class _SignFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class _SignFile(StrictModel):
     sign: SignSection = Field(default_factory=SignSection)
 
 
@@ -243,11 +235,4 @@ def sign_config_from(data: dict[str, Any], source: str = "<memory>") -> SignConf
 
 def load_sign_config(path: Path) -> SignConfig:
     """Read and validate a sign file; :class:`SignConfigError` names what is wrong."""
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle, parse_float=Decimal)
-    except OSError as exc:
-        raise SignConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SignConfigError(f"{path}: not valid TOML: {exc}") from None
-    return sign_config_from(data, str(path))
+    return sign_config_from(read_toml(path, SignConfigError), str(path))
