@@ -105,3 +105,16 @@ def test_a_strict_model_refuses_an_unknown_key_and_is_frozen() -> None:
     section = Section(port=2)
     with pytest.raises(ValidationError, match="frozen"):
         section.port = 3
+
+
+def test_the_link_ledgers_password_file_is_read_the_same(tmp_path: Path) -> None:
+    from progressived.ledger.errors import LedgerUnavailable
+    from progressived.link.runtime.config import LinkLedgerSection
+
+    path = tmp_path / "db.pw"
+    path.write_text("s3cret\nignored\n")
+    section = LinkLedgerSection(url="postgresql://link@db/link", password_file=path)
+    assert section.password() == read_password_file(path) == "s3cret"
+    path.write_text("\n")
+    with pytest.raises(LedgerUnavailable, match="holds no password"):
+        section.password()
