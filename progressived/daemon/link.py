@@ -51,6 +51,7 @@ from progressived.ledger.errors import LedgerError
 from progressived.ledger.rows import Record
 from progressived.link.core import messages as lm
 from progressived.mqtt.session import MqttSession
+from progressived.runtime.ratelimit import RateLimitedLog
 
 log = structlog.get_logger("progressived")
 
@@ -110,7 +111,7 @@ class LinkClient:
         self.refused_code = ""  # the last non-final refusal's code ("" when none)
         self.refusals = RefusalLog(link.id, self.at_link)  # error lines, the link's words
         self.unreadable: dict[str, int] = {}  # messages on the link's topics ignored, by code
-        self._unreadable_said: dict[str, float] = {}
+        self._unreadable_log = RateLimitedLog(1, UNREADABLE_LOG_EVERY_S, logger=log)  # per code
         self._wake = queued
         self.changed = changed  # the outputs redraw (the linked meter's value)
         session.subscribe(self.to_topic, self._message)
@@ -276,16 +277,14 @@ class LinkClient:
         not JSON, a bad field, ...): counted by code, logged at most once a minute per code,
         and nothing else happens (docs/link.md, "Table side")."""
         count = self.unreadable[exc.code] = self.unreadable.get(exc.code, 0) + 1
-        now = time.monotonic()
-        if now - self._unreadable_said.get(exc.code, float("-inf")) >= UNREADABLE_LOG_EVERY_S:
-            self._unreadable_said[exc.code] = now
-            log.warning(
-                "link: unreadable message ignored",
-                topic=topic,
-                code=exc.code,
-                reason=exc.reason,
-                count=count,
-            )
+        self._unreadable_log.warning(
+            "link: unreadable message ignored",
+            per=exc.code,
+            topic=topic,
+            code=exc.code,
+            reason=exc.reason,
+            count=count,
+        )
 
     def _meter(self, meter_id: str, meter: lm.LinkedMeter) -> None:
         """The link's meter ``meter`` arrived on the topic of the table's ``meter_id``."""
