@@ -47,9 +47,11 @@ import aiomqtt
 from progressived.mqtt.client import (
     REFUSED,
     BrokerOptions,
+    Ending,
     Intake,
     SessionClient,
     describe,
+    ending,
     login_refused,
     new_client,
     protocol_unsupported,
@@ -71,6 +73,10 @@ CONNECTING, CONNECTED, UNREACHABLE, NOT_AUTHORISED, STOPPED = (
 
 class NotAuthorised(Exception):
     """The broker refused this client: its login, or a subscription (SUBACK failure)."""
+
+
+class SubscriptionRefused(NotAuthorised):
+    """The broker refused a subscription (SUBACK failure): not authorised to read it."""
 
 
 class SessionObserver(Protocol):
@@ -123,6 +129,7 @@ class MqttSession:
         self.v5 = True  # until the broker says it speaks only MQTT 3.1.1
         self.state = CONNECTING
         self.detail = ""  # why not connected (the broker's reason, the socket's error)
+        self.ending: Ending | None = None  # the same as a type, for a client to decide on
         self.attempts = 0
         self.connections = 0
         self.was_connected = False  # the last failure ended a connection (not an attempt)
@@ -280,11 +287,13 @@ class MqttSession:
         )
         self.state = NOT_AUTHORISED if refused else UNREACHABLE
         if failure is None:
-            self.detail = "connection closed"
+            self.detail, self.ending = "connection closed", Ending.CLOSED
         elif isinstance(failure, NotAuthorised):
             self.detail = str(failure)
+            reading = isinstance(failure, SubscriptionRefused)
+            self.ending = Ending.SUBSCRIPTION_REFUSED if reading else Ending.LOGIN_REFUSED
         else:
-            self.detail = describe(failure)
+            self.detail, self.ending = describe(failure), ending(failure)
 
     async def _serve(self, client: SessionClient) -> None:
         """One connection: subscribe, on-connect callbacks, then the loops and the messages
@@ -292,10 +301,10 @@ class MqttSession:
         for sub in self._subscriptions:
             granted = await client.subscribe(sub.topic_filter, qos=sub.qos)
             if suback_refused(granted):
-                raise NotAuthorised(f"not authorised to read {sub.topic_filter}")
+                raise SubscriptionRefused(f"not authorised to read {sub.topic_filter}")
         if self._stopping:
             return
-        self.state, self.detail = CONNECTED, ""
+        self.state, self.detail, self.ending = CONNECTED, "", None
         self.connections += 1
         for observer in self.observers:
             observer.connected(self)
