@@ -56,15 +56,7 @@ class Shows(enum.Enum):
     CLOSED = "table_closed"  # the progressive closed here, for ``reason``
     OPENED = "table_opened"  # the closure for ``reason`` ended
 
-    @property
-    def withdraws(self) -> bool:
-        """The award it names no longer awaits the supervisor (the PENDING line goes)."""
-        return self in _WITHDRAWING
 
-
-_WITHDRAWING = frozenset(
-    {Shows.APPROVED, Shows.WINNER, Shows.REJECTED, Shows.UNKEYED, Shows.REVERSED}
-)
 _BY_KIND = {shows.value: shows for shows in Shows}
 _STRINGS = ("hand", "meter", "reason")
 _INTEGERS = ("round", "seat", "cents", "from_seat")
