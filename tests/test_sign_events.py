@@ -67,7 +67,7 @@ def test_a_kind_a_sign_does_not_show_is_no_error() -> None:
 @pytest.mark.parametrize(
     ("data", "words"),
     [
-        (event("award_confirmed", 1, seq="1"), "an event needs an integer seq"),
+        ({**event("award_confirmed", 1), "seq": "1"}, "an event needs an integer seq"),
         (event("award_confirmed", 1, table="t2"), "its table is not the topic's"),
         ({k: v for k, v in event("award_confirmed", 1).items() if k != "by"}, "without by"),
         (event("award_confirmed", 1, cents="100"), "whose cents is not an integer"),

@@ -44,18 +44,27 @@ from progressived.engine.meter_requests import (
 )
 from progressived.engine.state import KeyedHand, Phase, TableState
 
-__all__ = ["FORMAT", "SnapshotError", "dumps", "loads", "state_from_dict", "state_to_dict"]
+__all__ = [
+    "FORMAT",
+    "KEYS",
+    "OPTIONAL_KEYS",
+    "SnapshotError",
+    "dumps",
+    "loads",
+    "state_from_dict",
+    "state_to_dict",
+]
 
 FORMAT = 1
 T = TypeVar("T")
 
-_KEYS = (
+KEYS = (
     "format", "round", "phase", "sensed", "locked", "wager_postings", "keyed", "awards",
     "same_player", "closed", "balances", "opened",
 )  # fmt: skip
-# Written only when set (``approved`` by every release since split awards; the two others
-# only on a linked table), so a single table's snapshots are as before.
-_OPTIONAL = ("approved", "awaiting", "linked_off")
+# Keys a snapshot may lack: ``approved`` (ledgers from before split awards), ``awaiting``
+# and ``linked_off`` (written only when set, on a linked table).
+OPTIONAL_KEYS = ("approved", "awaiting", "linked_off")
 _AWARD = ("seat", "hand", "meter", "units", "meter_before", "postings", "confirmed", "share_of")
 _REQUEST = {
     "contribute": ("type", "round", "seat", "units", "count"),
@@ -234,7 +243,7 @@ def _linked_off(data: dict[str, Any]) -> bool:
 def state_from_dict(data: Any) -> TableState:
     """Rebuild the state written by :func:`state_to_dict` (:class:`SnapshotError`, naming
     the field, if any value is not of its field's type or a key is unknown)."""
-    d = fields(data, "snapshot", _KEYS, _OPTIONAL)
+    d = fields(data, "snapshot", KEYS, OPTIONAL_KEYS)
     if d["format"] != FORMAT:
         raise SnapshotError(f"unknown snapshot format {d['format']!r}")
     return TableState(
