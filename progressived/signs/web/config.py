@@ -17,14 +17,21 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from progressived.config.paytables import Paytable, PaytableError, load_paytable, paytable_dir
 from progressived.core.money import UNITS_PER_CENT, MoneyError, dollars
 from progressived.runtime.config_files import StrictModel, read_toml
-from progressived.signs.web.look import MIN_CONTRAST, Colours, SignConfig, SourceLook, contrast
+from progressived.signs.web.look import (
+    MIN_CONTRAST,
+    Colours,
+    SignConfig,
+    SourceKind,
+    SourceLook,
+    contrast,
+)
 
 LOGO_BYTES = 1024 * 1024  # a logo is read once at start and served from memory
 LOGO_TYPES = {
@@ -153,7 +160,7 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 
 def _look(
-    source: str, kind: Literal["table", "link"], index: int, entry: SourceSection, folder: Path
+    source: str, kind: SourceKind, index: int, entry: SourceSection, folder: Path
 ) -> SourceLook:
     key = f"sign.{kind}s[{index}]"
     table: Paytable | None = None

@@ -1,9 +1,8 @@
 """What the web sign shows, as a pure function of the MQTT messages it has read.
 
-One :class:`Floor` holds every *source* a sign may show. A source today is a table
-(``<prefix>/table/<id>/...``); a link of tables is one more source kind with
-the same three topics (status, meter, event) under ``<prefix>/link/<id>/``: add it to
-``SOURCE_KINDS`` and the page shows it like a table. The rules follow docs/mqtt.md for
+One :class:`Floor` holds every *source* a sign may show: a table
+(``<prefix>/table/<id>/...``) or a link's linked meters (``<prefix>/link/<id>/meter/...``),
+the kinds of :data:`~progressived.signs.web.look.SourceKind`. The rules follow docs/mqtt.md for
 signs: a meter value with a lower ``seq`` than the one shown is ignored, until the source's
 ``online`` status carries a ``boot`` not seen before; events are read as the terminal sign
 reads them (:mod:`progressived.signs.events`: checked, typed, recognised by their ledger
@@ -22,8 +21,8 @@ from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.link.core.messages import MAX_PAYLOAD
 from progressived.mqtt.payloads import METER_STATES
 from progressived.signs.events import Malformed, SeenEvents, Shows, SignEvent, read_event
+from progressived.signs.web.look import SOURCE_KINDS
 
-SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
 # Every list a publisher can grow is bounded: a flood from one account costs the sign a
 # fixed amount of memory and work, never a real update (docs/sign.md, "Limits").
 MAX_METERS = 8  # meters (levels) per source; a sign shows three
