@@ -118,3 +118,19 @@ def test_the_link_ledgers_password_file_is_read_the_same(tmp_path: Path) -> None
     path.write_text("\n")
     with pytest.raises(LedgerUnavailable, match="holds no password"):
         section.password()
+
+
+def test_the_daemon_with_an_empty_password_file_stops_in_one_line(tmp_path: Path) -> None:
+    from tests.test_cli_faults import DAEMON, config, one_line, run
+
+    secret = tmp_path / "mqtt-password"
+    secret.write_text("\n")
+    cfg = config(tmp_path, extra="")
+    cfg.write_text(cfg.read_text().replace("port = 1\n", f'port = 1\npassword_file = "{secret}"\n'))
+    assert run(*DAEMON, "init", "--config", str(cfg)).returncode == 0
+    result = run(*DAEMON, "run", "--config", str(cfg))
+    assert result.returncode == 2
+    assert one_line(result) == (
+        f"progressived: {cfg}: mqtt.password_file: the password file {secret} holds no "
+        "password on its first line"
+    )
