@@ -120,6 +120,7 @@ def test_the_link_ledgers_password_file_is_read_the_same(tmp_path: Path) -> None
         section.password()
 
 
+@pytest.mark.e2e  # progressived init and run as processes
 def test_the_daemon_with_an_empty_password_file_stops_in_one_line(tmp_path: Path) -> None:
     from tests.test_cli_faults import DAEMON, config, one_line, run
 
