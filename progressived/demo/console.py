@@ -15,14 +15,15 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
+from progressived.core.money import display_cents
+
 _QUIET_DAEMON_WARNINGS = frozenset({"key sequence refused", "command rejected"})
 """Daemon warnings already shown from their events (``key_refused``, ``command_rejected``)."""
 
 
 def money(cents: object) -> str:
     """Whole cents as dollars, e.g. ``$1,000.45``."""
-    value = cents if isinstance(cents, int) else 0
-    return f"${value // 100:,}.{value % 100:02d}"
+    return display_cents(cents if isinstance(cents, int) else 0)
 
 
 def narrate(event: dict[str, Any]) -> str | None:

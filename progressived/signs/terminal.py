@@ -16,6 +16,7 @@ from typing import Protocol, TextIO, assert_never
 
 import aiomqtt
 
+from progressived.core.money import display_cents
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.mqtt.client import Ending
 from progressived.mqtt.payloads import (
@@ -81,10 +82,7 @@ _BANNERS = {
 }
 
 
-def dollars(cents: int) -> str:
-    """Whole cents as signs show money: ``$1,234.56``."""
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+dollars = display_cents  # whole cents as signs show money: ``$1,234.56``
 
 
 def big(text: str) -> str:

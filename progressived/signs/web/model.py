@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from progressived.core.money import UNITS_PER_CENT
+from progressived.core.money import UNITS_PER_CENT, display_cents
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.link.core.messages import MAX_PAYLOAD
 from progressived.mqtt.payloads import METER_STATES
@@ -33,10 +33,7 @@ MAX_REASONS = 16  # closed reasons per source (a controller has a handful)
 _REASONS = {"operator": "closed by an operator"}
 
 
-def dollars(cents: int) -> str:
-    """Whole cents as the sign shows them: ``$1,234.56``."""
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+dollars = display_cents  # whole cents as the sign shows them: ``$1,234.56``
 
 
 @dataclass
