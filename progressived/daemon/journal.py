@@ -35,13 +35,13 @@ from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Batch, LedgerUnavailable
-from progressived.ledger.commit import Statement
+from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxChange, LinkOutboxDepth
 from progressived.ledger.rows import Record
 
 log = structlog.get_logger("progressived")
 
-LinkAnswer = tuple[MeterAnswered | None, list[Record], list[Statement], str | None]
-"""A final result journaled: the engine's answer, rows, statements, and the reason to close
+LinkAnswer = tuple[MeterAnswered | None, list[Record], list[LinkOutboxChange], str | None]
+"""A final result journaled: the engine's answer, rows, link outbox changes, and the reason to close
 the linked progressive (a refusal resending cannot cure), or ``None``."""
 LinkResultFn = Callable[[TableState, str], Awaitable[LinkAnswer | None]]
 
@@ -81,9 +81,21 @@ class Journal:
         """The time for a new command (UTC, ISO 8601)."""
         return self.writer.clock()
 
-    async def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """A query on the ledger thread (the link client's outbox and ``link_sent`` rows)."""
-        return await self.writer.executor.run(self.current.ledger.read, sql, args)
+    async def link_outbox(self, after_seq: int = 0) -> list[LinkMessageRow]:
+        """The link outbox's messages after ``after_seq`` (on the ledger thread)."""
+        return await self.writer.executor.run(self.current.ledger.link_outbox, after_seq)
+
+    async def link_message(self, seq: int) -> LinkMessageRow | None:
+        """The link outbox's message of sequence ``seq``, if it still waits."""
+        return await self.writer.executor.run(self.current.ledger.link_message, seq)
+
+    async def link_outbox_depth(self) -> LinkOutboxDepth:
+        """The link outbox's depth and its oldest message's payload."""
+        return await self.writer.executor.run(self.current.ledger.link_outbox_depth)
+
+    async def link_sent_since(self, round_no: int) -> list[dict[str, Any]]:
+        """The ``link_sent`` rows' data from round ``round_no`` on (and the last one)."""
+        return await self.writer.executor.run(self.current.ledger.link_sent_since, round_no)
 
     # ------------------------------------------------------------- commands
     async def submit(
@@ -156,7 +168,7 @@ class Journal:
             results = await self.writer.commit(
                 self.current.ledger.transact,
                 [*items, *(link.records if link is not None else ())],
-                link.statements if link is not None else (),
+                link.changes if link is not None else (),
             )
         except LedgerUnavailable as exc:
             await self.writer.failed(exc)
@@ -224,15 +236,13 @@ class Journal:
             built = await build(self.state, at)
             if built is None:
                 return False
-            answer, records, statements, close = built
+            answer, records, changes, close = built
             commands: list[Command | MeterAnswered] = [] if answer is None else [answer]
             if close is not None:
                 commands.append(SetClosed(reason=close, closed=True, at=at, actor="link"))
             items, state, events = self._answers(commands, at)
             try:
-                await self.writer.commit(
-                    self.current.ledger.transact, [*items, *records], statements
-                )
+                await self.writer.commit(self.current.ledger.transact, [*items, *records], changes)
             except LedgerUnavailable as exc:
                 await self.writer.failed(exc)
                 return False
