@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from progressived.core.params import Policy, TableParams
 from progressived.engine import deck
 from progressived.engine.commands import Confirm, KeyHand, Reject
-from progressived.engine.decision import Rejected
+from progressived.engine.decision import RejectCode, Rejected
 from progressived.engine.events import AwardApproved, HandKeyed, HandUnkeyed
 from progressived.engine.meter_port import Claim, PostAward, ReserveAwards, VoidAward
 from progressived.engine.round.plan import (
@@ -34,11 +34,11 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         return Rejected(
             f"hand {cmd.hand!r} is not in paytable {paytable.id} "
             f"(hands: {', '.join(paytable.hand_ids)})",
-            "bad-hand",
+            RejectCode.BAD_HAND,
             state,
         )
     if state.phase is not Phase.LOCKED:
-        return Rejected("no round is locked: key winners after LOCK", "not-locked", state)
+        return Rejected("no round is locked: key winners after LOCK", RejectCode.NOT_LOCKED, state)
     seat, hand = cmd.seat, rule.hand.value
 
     # A second press of the same seat and hand turns it off.
@@ -59,7 +59,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
                 return Rejected(
                     f"the {hand} award at seat {seat} was confirmed by the supervisor; "
                     "it cannot be turned off",
-                    "award-confirmed",
+                    RejectCode.AWARD_CONFIRMED,
                     state,
                 )
             if error := awaiting_error(state, "turning a meter hand off"):
@@ -77,7 +77,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         return Rejected(
             f"seat {seat} is already keyed as {current[0]}; press {current[0]} again to turn it "
             "off first",
-            "seat-already-keyed",
+            RejectCode.SEAT_ALREADY_KEYED,
             state,
         )
     guard = deck.guard_for(paytable)
@@ -87,7 +87,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         + [h for _, h in state.claims_awaiting_meter]
     )
     if (impossible := guard.impossible([*held, hand])) is not None:
-        return Rejected(guard.reason(impossible), "impossible-combination", state)
+        return Rejected(guard.reason(impossible), RejectCode.IMPOSSIBLE_COMBINATION, state)
     if seat not in state.locked:
         if rule.envy and not paytable.envy_requires_trigger_wager:
             return (
@@ -103,7 +103,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         return Rejected(
             f"seat {seat} has no locked progressive wager; {hand} there pays nothing and cannot "
             f"trigger envy: {why}",
-            "no-wager",
+            RejectCode.NO_WAGER,
             state,
         )
     if rule.pay.from_meter:
@@ -112,7 +112,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
                 f"round {state.round} was locked while the linked progressive was closed (the "
                 f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
                 "refused",
-                "link-closed",
+                RejectCode.LINK_CLOSED,
                 state,
             )
         if error := awaiting_error(state, f"keying {hand}"):
@@ -207,7 +207,7 @@ def confirm(params: TableParams, state: TableState, cmd: Confirm) -> Rejected | 
         return error
     pending = state.pending
     if not pending:
-        return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
+        return Rejected("no meter award awaits the supervisor", RejectCode.NOTHING_PENDING, state)
     award = pending[0]
     if params.policy is Policy.SPLIT:
         # Approved, paid at RECONCILE: a split share is final only with the round's keyed set.
@@ -231,7 +231,7 @@ def reject(params: TableParams, state: TableState, cmd: Reject) -> Rejected | Pl
         return error
     pending = state.pending
     if not pending:
-        return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
+        return Rejected("no meter award awaits the supervisor", RejectCode.NOTHING_PENDING, state)
     first = (pending[0].seat, pending[0].hand)
     wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != first]
     return reprice(params, state, wanted, cmd.at, {first: "rejected"})
