@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from progressived.core.params import Policy, TableParams
+from progressived.core.paytable import HandRule
 from progressived.engine import deck
 from progressived.engine.commands import Confirm, KeyHand, Reject
 from progressived.engine.decision import RejectCode, Rejected
@@ -26,6 +27,7 @@ from progressived.engine.state import Phase, TableState
 
 
 def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan:
+    """KeyHand: a second press turns a keyed hand off; otherwise a new winner is keyed."""
     if error := seat_error(params, cmd.seat, state):
         return error
     paytable = params.paytable
@@ -40,8 +42,16 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
     if state.phase is not Phase.LOCKED:
         return Rejected("no round is locked: key winners after LOCK", RejectCode.NOT_LOCKED, state)
     seat, hand = cmd.seat, rule.hand.value
+    turned_off = _turn_off(params, state, cmd, seat, hand)
+    if turned_off is not None:
+        return turned_off
+    return _new_winner(params, state, cmd, rule, seat, hand)
 
-    # A second press of the same seat and hand turns it off.
+
+def _turn_off(
+    params: TableParams, state: TableState, cmd: KeyHand, seat: int, hand: str
+) -> Rejected | Plan | None:
+    """A second press of the same seat and hand turns it off (None: it is not keyed)."""
     for keyed in state.keyed:
         if (keyed.seat, keyed.hand) == (seat, hand):
             unkeyed = HandUnkeyed(
@@ -66,8 +76,40 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
                 return error
             wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != (seat, hand)]
             return reprice(params, state, wanted, cmd.at, {(seat, hand): "unkeyed"})
+    return None
 
-    # A new winner: refuse what one deck cannot deal.
+
+def _new_winner(
+    params: TableParams, state: TableState, cmd: KeyHand, rule: HandRule, seat: int, hand: str
+) -> Rejected | Plan:
+    """A new winner: refuse what one deck cannot deal, then key it (on the tray, on a meter,
+    or as an envy trigger)."""
+    if error := _undealable(params, state, seat, hand):
+        return error
+    if seat not in state.locked:
+        return _without_wager(params, state, cmd, rule, seat, hand)
+    if rule.pay.from_meter:
+        if state.linked_off and params.is_linked(rule.pay.meter):
+            return Rejected(
+                f"round {state.round} was locked while the linked progressive was closed (the "
+                f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
+                "refused",
+                RejectCode.LINK_CLOSED,
+                state,
+            )
+        if error := awaiting_error(state, f"keying {hand}"):
+            return error
+        wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]
+        return reprice(params, state, wanted, cmd.at, {})
+    units = rule.pay.tray_amount(params.wager_units, params.paytable.wager)
+    return (
+        HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="tray", units=units),
+    )
+
+
+def _undealable(params: TableParams, state: TableState, seat: int, hand: str) -> Rejected | None:
+    """A seat keyed already, or a set of hands one deck cannot deal."""
+    paytable = params.paytable
     current = (
         [k.hand for k in state.keyed if k.seat == seat]
         + [a.hand for a in state.awards if a.seat == seat]
@@ -88,40 +130,29 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
     )
     if (impossible := guard.impossible([*held, hand])) is not None:
         return Rejected(guard.reason(impossible), RejectCode.IMPOSSIBLE_COMBINATION, state)
-    if seat not in state.locked:
-        if rule.envy and not paytable.envy_requires_trigger_wager:
-            return (
-                HandKeyed(
-                    at=cmd.at, round=state.round, seat=seat, hand=hand, source="none", units=0
-                ),
-            )
-        why = (
-            "it has no envy bonus"
-            if not rule.envy
-            else f"the trigger must hold a wager ({paytable.envy_rule})"
+    return None
+
+
+def _without_wager(
+    params: TableParams, state: TableState, cmd: KeyHand, rule: HandRule, seat: int, hand: str
+) -> Rejected | Plan:
+    """A winner at a seat without a locked wager: only an envy trigger, where the paytable
+    lets one trigger without a wager."""
+    paytable = params.paytable
+    if rule.envy and not paytable.envy_requires_trigger_wager:
+        return (
+            HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="none", units=0),
         )
-        return Rejected(
-            f"seat {seat} has no locked progressive wager; {hand} there pays nothing and cannot "
-            f"trigger envy: {why}",
-            RejectCode.NO_WAGER,
-            state,
-        )
-    if rule.pay.from_meter:
-        if state.linked_off and params.is_linked(rule.pay.meter):
-            return Rejected(
-                f"round {state.round} was locked while the linked progressive was closed (the "
-                f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
-                "refused",
-                RejectCode.LINK_CLOSED,
-                state,
-            )
-        if error := awaiting_error(state, f"keying {hand}"):
-            return error
-        wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]
-        return reprice(params, state, wanted, cmd.at, {})
-    units = rule.pay.tray_amount(params.wager_units, paytable.wager)
-    return (
-        HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="tray", units=units),
+    why = (
+        "it has no envy bonus"
+        if not rule.envy
+        else f"the trigger must hold a wager ({paytable.envy_rule})"
+    )
+    return Rejected(
+        f"seat {seat} has no locked progressive wager; {hand} there pays nothing and cannot "
+        f"trigger envy: {why}",
+        RejectCode.NO_WAGER,
+        state,
     )
 
 
