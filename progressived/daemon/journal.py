@@ -30,7 +30,7 @@ from progressived.daemon.link_out import LinkOutbox, Outgoing
 from progressived.daemon.outbox import event_outbox
 from progressived.daemon.port import Committed, Note, RefusalCode, Refused, Submitted
 from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, SetClosed, TableState, decide
-from progressived.engine.decision import Decision
+from progressived.engine.decision import Decision, RejectCode
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.engine.meterbook.linked_port import LINKED_PORT
@@ -150,7 +150,7 @@ class Journal:
         command = replace(command, at=self.journal_clock.stamp(command.at))
         if isinstance(command, Lock) and not self.writer.health.ledger_ok:
             await self._noted(note, note_at)
-            await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
+            await self.refuse(LOCK_REFUSED, RefusalCode.LEDGER_UNAVAILABLE, command)
             return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
         decision = decide(self.current.params, self.state, command, self._meter_port)
         decided = time.perf_counter()
@@ -302,7 +302,7 @@ class Journal:
     async def refuse(
         self,
         reason: str,
-        code: str,
+        code: RejectCode | RefusalCode,
         command: Command | MeterAnswered,
         idempotency_key: str | None = None,
     ) -> None:

@@ -14,7 +14,7 @@ import time
 
 import structlog
 
-from progressived.mqtt.session import NOT_AUTHORISED, MqttSession
+from progressived.mqtt.session import MqttSession, SessionState
 
 REMIND_S = 300.0  # a lasting fault is logged again this often
 
@@ -52,7 +52,7 @@ class LoggedSession:
         elif fault != self._said or now - self._said_at >= self.remind_s:
             if self._quiet:
                 fields["attempts_since_last_line"] = self._quiet
-            if session.state == NOT_AUTHORISED:
+            if session.state is SessionState.NOT_AUTHORISED:
                 self.log.error(
                     "broker refused the login: not authorised",
                     username=session.options.username,
