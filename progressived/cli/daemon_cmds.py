@@ -184,16 +184,26 @@ def self_check(config: DaemonConfig) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    """Run the subcommand ``args`` names; its exit status."""
     if args.command == "check-config":
         return check_config(
             args.config, file_only=args.file_only, user_name=args.user, link=args.link
         )
     if args.command == "completion":
         return int(args.handler(args))
-    if args.command == "demo" and (missing := extras.web_missing("progressived demo")):
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "link":
+        return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
+    return _file_command(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """``progressived demo``: one table, a linked meter across tables, or the HA link."""
+    if missing := extras.web_missing("progressived demo"):
         print(missing, file=sys.stderr)  # the demo shows its meter on a web sign too
         return Exit.MISSING_REQUIREMENT
-    if args.command == "demo" and args.tables != 1:
+    if args.tables != 1:
         if args.tables < 2:
             why = "--tables wants N >= 2 (1 is the single table)"
             print(f"progressived demo: {why}", file=sys.stderr)
@@ -209,17 +219,19 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_link_demo(
             tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
         )
-    if args.command == "demo" and args.ha:
+    if args.ha:
         print("progressived demo: --ha wants --tables N (N >= 2)", file=sys.stderr)
         return Exit.USAGE
-    if args.command == "demo":
-        from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
+    from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
 
-        return run_demo(
-            headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
-        )
-    if args.command == "link":
-        return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
+    return run_demo(
+        headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
+    )
+
+
+def _file_command(args: argparse.Namespace) -> int:
+    """``run``, ``init``, ``self-check`` of a table's file (``init`` and ``self-check`` of a
+    link controller's file too)."""
     if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
         if (link := link_cmd.load(args.config)) is None:
             return Exit.USAGE

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import structlog
 
-from progressived.mqtt.session import NOT_AUTHORISED, MqttSession
+from progressived.mqtt.session import MqttSession, SessionState
 from progressived.runtime.ratelimit import RateLimitedLog
 
 REMIND_S = 300.0  # a lasting fault is logged again this often
@@ -65,7 +65,7 @@ class LoggedSession:
             fields["attempts_since_last_line"] = quiet
         if session.was_connected:
             self.log.warning("broker connection lost", **fields)
-        elif session.state == NOT_AUTHORISED:
+        elif session.state is SessionState.NOT_AUTHORISED:
             self.log.error(
                 "broker refused the login: not authorised",
                 username=session.options.username,
