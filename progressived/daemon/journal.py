@@ -138,7 +138,7 @@ class Journal:
         command = replace(command, at=self.journal_clock.stamp(command.at))
         if isinstance(command, Lock) and not self.writer.health.ledger_ok:
             await self._noted(note, note_at)
-            await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
+            await self.refuse(LOCK_REFUSED, RefusalCode.LEDGER_UNAVAILABLE, command)
             return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
         decision = decide(self.current.params, self.state, command, self._meter_port)
         decided = time.perf_counter()
