@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from progressived.core.money import UNITS_PER_DOLLAR
+from progressived.core.params import Policy
 from progressived.link.core import book
 from progressived.link.core import params as lp
 from progressived.link.core.messages import (
@@ -36,7 +37,7 @@ LINK_HEAD = Head(7, "c" * 64)
 
 def link_params(
     tables: int = 3,
-    policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL,
+    policy: Policy = Policy.SEQUENTIAL,
     window_ms: int = 2_000,
     keep_results: int = 1024,
     limit: int | None = None,

@@ -23,6 +23,7 @@ from types import TracebackType
 
 import aiomqtt
 
+from progressived.core.params import Policy
 from progressived.link.core import book
 from progressived.link.core import messages as lm
 from progressived.link.core import params as lp
@@ -53,7 +54,7 @@ class FakeLink:
         rate: Fraction = Fraction(15, 100),
         reserve_rate: Fraction = Fraction(2, 100),
         hands: Mapping[str, Fraction] = PMG_HANDS,
-        policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL,
+        policy: Policy = Policy.SEQUENTIAL,
         prefix: str = "progressive",
         heartbeat_s: float = 0.2,
     ) -> None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from progressived.core.params import AboveLimit, Policy
 from progressived.engine import accounts
 from progressived.engine.events import Posting
 from progressived.link.core import book
@@ -71,7 +72,7 @@ def params_from_dict(data: Mapping[str, Any]) -> lp.LinkParams:
             rate=Fraction(m["rate"]),
             reserve_rate=Fraction(m["reserve_rate"]),
             limit=None if m["limit_units"] is None else int(m["limit_units"]),
-            above_limit=lp.AboveLimit(m["above_limit"]),
+            above_limit=AboveLimit(m["above_limit"]),
             wager_base=int(m["wager_base_units"]),
             hands={str(h): Fraction(s) for h, s in m["hands"].items()},
         )
@@ -81,7 +82,7 @@ def params_from_dict(data: Mapping[str, Any]) -> lp.LinkParams:
         link_id=str(data["link"]),
         meters=meters,
         tables=frozenset(str(t) for t in data["tables"]),
-        policy=lp.ClaimPolicy(data["policy"]),
+        policy=Policy(data["policy"]),
         split_window_ms=int(data["split_window_ms"]),
         keep_results=int(data["keep_results"]),
     )
