@@ -21,7 +21,7 @@ from progressived.link.core.messages import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
+    LedgerHead,
     MeterWagers,
     Result,
     Reversal,
@@ -32,7 +32,7 @@ from progressived.link.core.state import BookState, Step
 METER = "pmg"
 WAGER = UNITS_PER_DOLLAR
 SEED = 1_000 * UNITS_PER_DOLLAR
-LINK_HEAD = Head(7, "c" * 64)
+LINK_HEAD = LedgerHead(7, "c" * 64)
 
 
 def link_params(
@@ -60,8 +60,8 @@ def link_params(
     )
 
 
-def head_of(table: str, seq: int) -> Head:
-    return Head(seq, hashlib.sha256(f"{table}:{seq}".encode()).hexdigest())
+def head_of(table: str, seq: int) -> LedgerHead:
+    return LedgerHead(seq, hashlib.sha256(f"{table}:{seq}".encode()).hexdigest())
 
 
 @dataclass

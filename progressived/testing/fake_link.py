@@ -35,8 +35,8 @@ STOP_S = 5.0  # the longest a stop waits for the session to end
 PMG_HANDS: Mapping[str, Fraction] = {"royal-flush": Fraction(1), "straight-flush": Fraction(1, 10)}
 
 
-def _head(n: int) -> lm.Head:
-    return lm.Head(seq=n, hash=hashlib.sha256(f"fake-link:{n}".encode()).hexdigest())
+def _head(n: int) -> lm.LedgerHead:
+    return lm.LedgerHead(seq=n, hash=hashlib.sha256(f"fake-link:{n}".encode()).hexdigest())
 
 
 class FakeLink:

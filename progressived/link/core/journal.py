@@ -29,8 +29,8 @@ from progressived.engine import accounts
 from progressived.engine.events import Posting
 from progressived.link.core import book
 from progressived.link.core import params as lp
-from progressived.link.core.messages import Head, encode, to_dict
-from progressived.link.core.state import Applied, BookState, Refused
+from progressived.link.core.messages import LedgerHead, encode, to_dict
+from progressived.link.core.state import Applied, BookState, LinkRefused
 
 LEDGER_KIND = "link"
 AT_OPEN_REASON = "the link was opened with parameters that differ from the last recorded ones"
@@ -177,7 +177,7 @@ def applied_text(event: Applied, at_ms: int) -> str:
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def refused(event: Refused) -> dict[str, Any]:
+def refused(event: LinkRefused) -> dict[str, Any]:
     return {"table": event.table, "seq": event.seq, "code": event.code, "reason": event.reason}
 
 
@@ -234,7 +234,7 @@ class Replay:
             canonical(data["message"]),
             topic_table=str(data["table"]),
             at_ms=int(data["at_ms"]),
-            head=Head(int(result["head"]["seq"]), str(result["head"]["hash"])),
+            head=LedgerHead(int(result["head"]["seq"]), str(result["head"]["hash"])),
         )
         events = [e for e in step.events if isinstance(e, Applied)]
         if len(events) != 1:

@@ -60,7 +60,7 @@ class LinkMeterSection(_Strict):
     wager: Amount | None = None
 
 
-class LinkSection(_Strict):
+class LinkDefinitionSection(_Strict):
     id: str = Field(pattern=_ID)
     tables: list[str] = Field(min_length=1)
     policy: Policy = Policy.SEQUENTIAL
@@ -137,7 +137,7 @@ class LinkControlSection(ControlSection):
 
 
 class _LinkModel(_Strict):
-    link: LinkSection
+    link: LinkDefinitionSection
     mqtt: MqttSection = Field(default_factory=MqttSection)
     ledger: LinkLedgerSection = Field(default_factory=LinkLedgerSection)
     metrics: LinkMetricsSection = Field(default_factory=LinkMetricsSection)

@@ -53,13 +53,13 @@ class ShownMeters:
     def _views(self) -> dict[str, LinkedMeter]:
         return lb.meters(self.params, self.journal.book, self.journal.head)
 
-    def changed(self) -> list[lb.Outgoing]:
+    def changed(self) -> list[lb.Publication]:
         views = self._views()
         changed = {m: v for m, v in views.items() if self._shown.get(m) != lb.shown(v)}
         self._shown.update({m: lb.shown(v) for m, v in changed.items()})
         return lb.meter_messages(self.params, self.prefix, changed)
 
-    def everything(self) -> list[lb.Outgoing]:
+    def everything(self) -> list[lb.Publication]:
         """Every linked meter (each (re)connection: a broker may have lost them)."""
         meters = self._views()
         self._shown = {m: lb.shown(v) for m, v in meters.items()}
@@ -142,10 +142,10 @@ class ActiveTerm:
                 if r.seq == 0:
                     self.metrics.unreadable.labels(self.params.link_id, r.code).inc()
 
-    def heartbeats(self) -> list[lb.Outgoing]:
+    def heartbeats(self) -> list[lb.Publication]:
         j, at = self.journal, self.clock()
         return [
-            lb.Outgoing(
+            lb.Publication(
                 to_table_topic(self.prefix, self.params.link_id, table),
                 encode(book.heartbeat(self.params, j.book, table, j.head, at)),
             )
