@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from progressived.engine.events import Posting
-from progressived.link.core.messages import AWARD_STATES, Head, Hit, Result, build, encode
+from progressived.link.core.messages import AWARD_STATES, Hit, LedgerHead, Result, build, encode
 from progressived.link.core.models import AwardState
 from progressived.link.core.state import (
     BookState,
@@ -39,7 +39,7 @@ class SnapshotError(ValueError):
     """A snapshot that is not a link snapshot this code can read (the message says why)."""
 
 
-def _head(head: Head | None) -> dict[str, Any] | None:
+def _head(head: LedgerHead | None) -> dict[str, Any] | None:
     return None if head is None else {"hash": head.hash, "seq": head.seq}
 
 
@@ -199,7 +199,7 @@ def _track(data: Mapping[str, Any]) -> TableTrack:
         results[_int(seq)] = Stored(raw, _result(result))
     return TableTrack(
         _int(data["hwm"]),
-        None if head is None else Head(_int(head["seq"]), _str(head["hash"])),
+        None if head is None else LedgerHead(_int(head["seq"]), _str(head["hash"])),
         results,
     )
 
