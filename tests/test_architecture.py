@@ -3,7 +3,8 @@
 ``lint-imports`` checks the layers (a module imports only from layers below its own,
 siblings marked independent never import each other, indirect chains included, so a
 package cycle breaks them), the pure folders (no I/O, clock or randomness, even through a
-helper) and that ``progressived`` never imports a driver. .ci/test runs it on the tree; these
+helper), that no import cycle exists (type-only imports included) and that ``progressived``
+never imports a driver. .ci/test runs it on the tree; these
 tests run it on a copy with one import added, to show that each kind of break is caught and
 named with its chain.
 """
@@ -73,6 +74,19 @@ def test_independent_siblings_may_not_import_each_other(tmp_path: Path) -> None:
     done = _lint(root, "layers")
     assert done.returncode == 1, done.stdout
     assert "progressived.signs is not allowed to import progressived.daemon" in done.stdout
+
+
+def test_a_module_cycle_through_a_type_only_import_is_refused(tmp_path: Path) -> None:
+    """The cycle the link controller had: hidden under TYPE_CHECKING, inside one folder."""
+    root = _copy(tmp_path)
+    views = root / "progressived" / "link" / "runtime" / "views.py"
+    _append(views, "if TYPE_CHECKING:\n    from progressived.link.runtime.controller import X")
+    text = views.read_text().replace("from typing import ", "from typing import TYPE_CHECKING, ", 1)
+    views.write_text(text)
+    assert _lint(root, "layers").returncode == 0  # one folder: layers cannot see it
+    done = _lint(root, "acyclic")
+    assert done.returncode == 1, done.stdout
+    assert "No cycles are allowed in progressived.link.runtime" in done.stdout
 
 
 def test_progressived_importing_a_driver_is_refused(tmp_path: Path) -> None:

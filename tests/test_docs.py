@@ -54,8 +54,8 @@ from progressived.daemon.link_refusal import CLOSING_FINAL, CLOSING_UNCONSUMED, 
 from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
 from progressived.link.runtime.config import (
+    LinkDefinitionSection,
     LinkLedgerSection,
-    LinkSection,
     link_config_from,
     load_link_config,
 )
@@ -180,7 +180,7 @@ def configuration_fields() -> dict[str, FieldInfo]:
             type(load_daemon_config(CONFIG).board),
         ],
     }
-    fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
+    fields: dict[str, FieldInfo] = dict(model_fields(LinkDefinitionSection, "link."))
     fields.update(model_fields(SignSection, "sign."))  # the web sign's own file
     # the link controller's own [ledger] keys (a ledger in a database), beside the table's
     table_ledger = LedgerSection.model_fields

@@ -48,7 +48,7 @@ def result(msg: dict[str, object], status: str = "applied", units: int = 0, stat
     return lm.Result(
         link="link-a", table="t-1", seq=int(msg["seq"]), id=str(msg["id"]), status=status,
         code="ok" if status == "applied" else "unknown-claim", reason="", resend_from=0, lseq=9,
-        head=lm.Head(seq=3, hash=HASH), awards=awards,
+        head=lm.LedgerHead(seq=3, hash=HASH), awards=awards,
     )  # fmt: skip
 
 

@@ -22,7 +22,8 @@ class AboveLimit(enum.StrEnum):
 
 
 class Policy(enum.StrEnum):
-    """House policy for several meter awards in one round."""
+    """House policy for several meter awards in one round (at a table), or for several
+    claims on one linked meter within the link's split window (at a link)."""
 
     SEQUENTIAL = "sequential"  # each award computed on the meter as it stands at its turn
     SPLIT = "split"  # awards for the same hand share what one award would receive

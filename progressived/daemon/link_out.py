@@ -124,7 +124,7 @@ class LinkOutbox:
         """The messages ``events`` (one decision, ``before`` -> ``after``) send the link."""
         out = Outgoing(next_seq=self.next_seq)
         linked = self.params.linked_meters
-        stamp = lm.Head(seq=head[0], hash=head[1])
+        stamp = lm.LedgerHead(seq=head[0], hash=head[1])
         env: dict[str, Any] = {"table": self.table, "head": stamp, "at": at[:40]}
         wagers = [e for e in events if isinstance(e, WagerLocked)]
         for event in events:

@@ -35,7 +35,7 @@ from progressived.core.snapshot_codec import (
 )
 from progressived.core.snapshot_codec import parse as parse_snapshot
 from progressived.engine.events import Posting
-from progressived.link.core.messages import AWARD_STATES, Head, Hit, Result, build, encode
+from progressived.link.core.messages import AWARD_STATES, Hit, LedgerHead, Result, build, encode
 from progressived.link.core.models import AwardState
 from progressived.link.core.state import (
     BookState,
@@ -65,7 +65,7 @@ KIND = "link"
 EVERY = 50_000  # rows: opening replays at most about this many after the latest snapshot
 
 
-def _head(head: Head | None) -> dict[str, Any] | None:
+def _head(head: LedgerHead | None) -> dict[str, Any] | None:
     return None if head is None else {"hash": head.hash, "seq": head.seq}
 
 
@@ -208,7 +208,9 @@ def _track(value: object) -> TableTrack:
     head = data["head"]
     if head is not None:
         h = fields(head, "tables[].head", _HEAD)
-        head = Head(integer(h["seq"], "tables[].head.seq"), string(h["hash"], "tables[].head.hash"))
+        head = LedgerHead(
+            integer(h["seq"], "tables[].head.seq"), string(h["hash"], "tables[].head.hash")
+        )
     return TableTrack(integer(data["hwm"], "tables[].hwm"), head, results)
 
 

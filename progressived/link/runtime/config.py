@@ -35,6 +35,7 @@ from progressived.config.daemon import (
 from progressived.config.paytables import Paytable, PaytableError, find_paytable
 from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.core.money import MoneyError, dollars, rate
+from progressived.core.params import AboveLimit, Policy
 from progressived.ledger.errors import LedgerUnavailable
 from progressived.link.core import params as lp
 from progressived.mqtt.config import MqttSection
@@ -52,14 +53,14 @@ class LinkMeterSection(StrictModel):
     reserve_rate: Amount = Decimal(0)
     seed: Amount | None = None
     limit: Amount | None = None
-    above_limit: lp.AboveLimit = lp.AboveLimit.RESERVE
+    above_limit: AboveLimit = AboveLimit.RESERVE
     wager: Amount | None = None
 
 
-class LinkSection(StrictModel):
+class LinkDefinitionSection(StrictModel):
     id: str = Field(pattern=_ID)
     tables: list[str] = Field(min_length=1)
-    policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL
+    policy: Policy = Policy.SEQUENTIAL
     split_window_ms: int = Field(default=2000, ge=0, le=600_000)
     heartbeat_s: float = Field(default=1.0, gt=0, le=60)
     keep_results: int = Field(default=256, ge=1, le=1_000_000)
@@ -131,7 +132,7 @@ class LinkControlSection(ControlSection):
 
 
 class _LinkModel(StrictModel):
-    link: LinkSection
+    link: LinkDefinitionSection
     mqtt: MqttSection = Field(default_factory=MqttSection)
     ledger: LinkLedgerSection = Field(default_factory=LinkLedgerSection)
     metrics: LinkMetricsSection = Field(default_factory=LinkMetricsSection)
