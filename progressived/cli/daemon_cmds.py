@@ -214,6 +214,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_demo(
             headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
         )
+    if args.command == "archive":
+        from progressived.cli import archive_cmd  # noqa: PLC0415 - only this command's imports
+
+        return archive_cmd.run(args.config, init=args.init)
     if args.command == "link":
         return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
     if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
