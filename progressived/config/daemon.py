@@ -89,6 +89,15 @@ class LinkSection(_Strict):
     resend_s: float = Field(default=2.0, gt=0, le=600)
 
 
+class ArchiveSection(_Strict):
+    """The table's side of the archive (docs/archive.md): its ledger rows are sent to the
+    archive after the archived head; past either lag the table is degraded (still playing)."""
+
+    max_lag_rows: int = Field(default=10_000, ge=1, le=10_000_000)
+    max_lag_s: float = Field(default=120.0, gt=0, le=86_400 * 7)
+    resend_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class _DaemonModel(_Strict):
     table: dict[str, Any]
     progressive: dict[str, Any] = Field(default_factory=dict)
@@ -102,6 +111,7 @@ class _DaemonModel(_Strict):
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,7 @@ class DaemonConfig:
     watchdog: WatchdogSection
     selfcheck: SelfCheckSection
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
@@ -204,6 +215,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
         link=model.link,
+        archive=model.archive,
     )
 
 

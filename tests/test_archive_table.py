@@ -1,0 +1,86 @@
+"""The table's side of the archive, end to end in one process: the real daemon on a real
+Mosquitto with the board simulator, the archive on a real PostgreSQL. The table keeps
+playing without its archive (degraded past the lag it is given), the archive catches up
+from the table's ledger, and status, health and metrics say how far behind it is
+(docs/archive.md, "The table's side")."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from progressived.archive.service.config import load_archive_config
+from progressived.archive.service.service import ArchiveService
+from progressived.archive.store.database import ArchiveStore
+from progressived.config.daemon import load_daemon_config
+from progressived.daemon.health import assess
+from progressived.daemon.service import Controller
+from progressived.testing.waits import until
+from tests.daemon_harness import TABLE, table
+from tests.test_archive_service import archive_file
+
+pytestmark = pytest.mark.e2e  # the real daemon and the archive, end to end
+
+
+async def test_the_table_plays_without_its_archive_and_it_catches_up(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    async with table(tmp_path) as t:
+        t.config.write_text(
+            t.config.read_text() + "\n[archive]\nmax_lag_rows = 3\nmax_lag_s = 3600\n"
+            "resend_s = 1\n"
+        )
+        controller = Controller(load_daemon_config(t.config))
+        runner = asyncio.create_task(controller.run(install_signals=False))
+        service: ArchiveService | None = None
+        try:
+            await t.online()
+            feed = controller.table.archive
+            assert feed is not None
+
+            def status() -> dict[str, object]:
+                return feed.status()
+
+            # No archive yet: every row is only on the board; degraded, still playing.
+            await until(lambda: feed.lag_rows > 3, "the lag counted")
+            ok, why = assess(controller.health, controller.config.watchdog)
+            assert not ok and "the archive is" in why and "rows" in why
+            assert status()["heard"] is False
+            exposition = controller.table.metrics.exposition().decode()
+            assert f'progressive_archive_lag_rows{{table="{TABLE}"}}' in exposition
+            assert await controller.journal.record("supervisor_key", {"key": "k"}, publish=False)
+
+            # The archive starts: the table's rows flow until nothing is behind.
+            ArchiveStore.open_archive(postgres_url, "new", "archive-t", "now").close()
+            path = archive_file(tmp_path, postgres_url, t.broker)
+            path.write_text(path.read_text().replace('"arch-1"', f'"{TABLE}"'))
+            service = ArchiveService(load_archive_config(path))
+            archive = asyncio.create_task(service.run(install_signals=False))
+
+            def caught_up() -> bool:
+                s = status()
+                return bool(s["heard"]) and s["lag_rows"] == 0 and s["archived_seq"] == s["head_seq"]
+
+            await until(caught_up, "the archive caught up", timeout=30)
+            assert status()["archived_hash"] == controller.ledger.head_hash
+            await until(lambda: not controller.health.archive, "the archive's reason cleared")
+            ok, why = assess(controller.health, controller.config.watchdog)
+            assert ok, why
+            # A new row goes off the board within moments.
+            assert await controller.journal.record("supervisor_key", {"key": "k2"}, publish=False)
+            await until(caught_up, "the new row archived", timeout=30)
+            with psycopg.connect(postgres_url) as conn:
+                found = conn.execute(
+                    "SELECT count(*), max(seq) FROM archive_rows WHERE table_id = %s", (TABLE,)
+                ).fetchone()
+            assert found == (controller.ledger.head_seq, controller.ledger.head_seq)
+            service.lifecycle.request_stop()
+            assert await asyncio.wait_for(archive, 10) == 0
+        finally:
+            if service is not None:
+                service.lifecycle.request_stop()
+            controller.request_stop()
+            await asyncio.wait_for(runner, 15)
