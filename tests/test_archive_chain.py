@@ -107,3 +107,20 @@ def test_hostile_payloads_are_refused_with_a_code(rows: list[wire.Row], make: ob
     with pytest.raises(wire.ArchiveWireError) as refused:
         wire.decode_rows(make(rows))  # type: ignore[operator]
     assert refused.value.code == code
+
+
+def test_one_tables_flood_costs_the_others_a_turn() -> None:
+    from progressived.archive.service.lanes import STRANGERS, Lanes
+
+    lanes = Lanes("progressive", frozenset({"a", "b"}), lane_max=10)
+    topic = "progressive/archive/{}/rows".format
+    filed = [lanes.file(topic("a"), b"%d" % i) for i in range(15)]
+    assert filed == [True] * 10 + [False] * 5  # a full lane drops, counted
+    assert lanes.file(topic("b"), b"b0")
+    assert not lanes.file("progressive/archive/a/head", b"x")  # not a rows topic
+    for i in range(10):
+        lanes.file(topic("zz"), b"%d" % i)  # strangers share one small lane
+    assert lanes.dropped == {"a": 5, STRANGERS: 2}
+    first = lanes.take(3)
+    assert [t for t, _ in first] == ["a", "b", "zz"]  # each waiting lane in turn
+    assert [p for t, p in lanes.take(100) if t == "a"] == [b"%d" % i for i in range(1, 10)]

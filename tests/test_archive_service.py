@@ -146,6 +146,13 @@ async def test_rows_are_stored_once_and_a_rewritten_chain_is_refused(
             assert alarms == [(TABLE, "rewritten", rows[half].seq)]
         assert service.refusals[(TABLE, "rewritten")] == 1
         assert service.refusals[("(not a member)", "not-a-member")] == 1
+        exposition = service.metrics.exposition().decode()
+        assert f'progressive_archive_rows_stored_total{{archive="archive-t"}} {len(rows)}.0' in (
+            exposition
+        )
+        assert 'progressive_archive_refusals_total{archive="archive-t",code="rewritten"' in (
+            exposition.replace(f'table="{TABLE}",', "")
+        )
     finally:
         service.lifecycle.request_stop()
         assert await asyncio.wait_for(runner, 10) == 0
@@ -195,3 +202,48 @@ def test_broker_acl_writes_the_documented_archive_account(capsys: pytest.Capture
     assert ctl.main(["broker-acl", "--archive", "archive", "--passwd"]) == 0
     assert "mosquitto_passwd /etc/mosquitto/passwd archive\n" in capsys.readouterr().out
     assert ctl.main(["broker-acl", "--archive", "sign-lobby", "--sign", "sign-lobby"]) == 2
+
+
+async def test_a_standby_takes_over_and_the_tables_rows_go_on(
+    tmp_path: Path, postgres_url: str, mosquitto: Mosquitto, heads: Heads
+) -> None:
+    """Two archives of one file: one serves, the other waits connected to no broker; the
+    first stopped, the second takes the lease and goes on from the archived heads."""
+    rows = rows_of(table_ledger(tmp_path / "ledger.db", rounds=4))
+    path = archive_file(tmp_path, postgres_url, mosquitto, lease_s=2)
+    ArchiveStore.open_archive(postgres_url, "new", "archive-t", "now").close()
+    first = ArchiveService(load_archive_config(path))
+    second_file = tmp_path / "second.toml"
+    second_file.write_text(path.read_text().replace('holder = "a1"', 'holder = "a2"'))
+    second = ArchiveService(load_archive_config(second_file))
+    one = asyncio.create_task(first.run(install_signals=False))
+    await until(lambda: first.session.connected, "the first archive serves")
+    two = asyncio.create_task(second.run(install_signals=False))
+    try:
+        await heads.send(TABLE, wire.encode_rows(TABLE, rows[:10]))
+        await until(lambda: (heads.last(TABLE) or {}).get("seq") == rows[9].seq, "archived")
+        assert not second.active and second.session.attempts == 0  # a standby: no broker
+        first.lifecycle.request_stop()
+        assert await asyncio.wait_for(one, 10) == 0  # it released the lease
+        await until(lambda: second.session.connected, "the standby took over", timeout=20)
+        await heads.send(TABLE, wire.encode_rows(TABLE, rows[5:]))
+        await until(lambda: (heads.last(TABLE) or {}).get("seq") == rows[-1].seq, "went on")
+        with psycopg.connect(postgres_url) as conn:
+            found = conn.execute("SELECT count(*), max(seq) FROM archive_rows").fetchone()
+        assert found == (len(rows), rows[-1].seq)
+    finally:
+        first.lifecycle.request_stop()
+        second.lifecycle.request_stop()
+        await asyncio.gather(one, two, return_exceptions=True)
+
+
+def test_the_archive_commands_exit_codes(tmp_path: Path, postgres_url: str, mosquitto: Mosquitto) -> None:
+    from progressived.cli import daemon
+
+    path = archive_file(tmp_path, postgres_url, mosquitto)
+    assert daemon.main(["archive", "--config", str(path)]) == 3  # no archive: --init first
+    assert daemon.main(["archive", "--config", str(path), "--init"]) == 0
+    assert daemon.main(["archive", "--config", str(path), "--init"]) == 6
+    bad = tmp_path / "bad.toml"
+    bad.write_text(path.read_text().replace("lease_s = 5", "lease_s = 0"))
+    assert daemon.main(["archive", "--config", str(bad)]) == 2
