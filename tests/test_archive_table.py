@@ -7,6 +7,8 @@ from the table's ledger, and status, health and metrics say how far behind it is
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from pathlib import Path
 
 import psycopg
@@ -15,6 +17,7 @@ import pytest
 from progressived.archive.service.config import load_archive_config
 from progressived.archive.service.service import ArchiveService
 from progressived.archive.store.database import ArchiveStore
+from progressived.cli import ctl
 from progressived.config.daemon import load_daemon_config
 from progressived.daemon.health import assess
 from progressived.daemon.service import Controller
@@ -26,7 +29,7 @@ pytestmark = pytest.mark.e2e  # the real daemon and the archive, end to end
 
 
 async def test_the_table_plays_without_its_archive_and_it_catches_up(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with table(tmp_path) as t:
         t.config.write_text(
@@ -72,6 +75,20 @@ async def test_the_table_plays_without_its_archive_and_it_catches_up(
             # A new row goes off the board within moments.
             assert await controller.journal.record("supervisor_key", {"key": "k2"}, publish=False)
             await until(caught_up, "the new row archived", timeout=30)
+            # What an operator sees: progressivectl status, in words and in JSON.
+            socket = str(tmp_path / "control.sock")
+            assert await asyncio.to_thread(ctl.main, ["status", "--socket", socket]) == 0
+            words = capsys.readouterr().out
+            assert "archive archive-t: archived to row" in words and "rows behind" in words
+            assert await asyncio.to_thread(ctl.main, ["status", "--socket", socket, "--json"]) == 0
+            # (the daemon's own log lines share this process's standard output)
+            answer = [
+                line for line in capsys.readouterr().out.splitlines()
+                if not re.match(r"\d{4}-\d\d-\d\d ", line)
+            ]
+            shown = json.loads("\n".join(answer))["status"]["archive"]
+            assert shown["heard"] and shown["archive"] == "archive-t" and shown["refused"] is None
+            assert shown["archived_seq"] <= shown["head_seq"] and shown["max_lag_rows"] == 3
             with psycopg.connect(postgres_url) as conn:
                 found = conn.execute(
                     "SELECT count(*), max(seq) FROM archive_rows WHERE table_id = %s", (TABLE,)
