@@ -277,6 +277,12 @@ class ArchiveService:
             if self.active and self.store is not None and self.lease is not None:
                 with contextlib.suppress(LedgerUnavailable, Fenced):
                     await self.db(self.store.release, self.lease)
+            log.info(
+                "archive stopped",
+                tables=len(self.heads),
+                stored_rows=self.stored_rows,
+                refusals=sum(self.refusals.values()),
+            )
         finally:
             self.metrics.stop_serving()
             if self.store is not None:
