@@ -93,7 +93,32 @@ async def test_the_table_plays_without_its_archive_and_it_catches_up(
                 found = conn.execute(
                     "SELECT count(*), max(seq) FROM archive_rows WHERE table_id = %s", (TABLE,)
                 ).fetchone()
-            assert found == (controller.ledger.head_seq, controller.ledger.head_seq)
+            assert found is not None and found[0] == found[1] >= shown["archived_seq"]
+
+            # Pull the SD card: the daemon gone, its ledger deleted; a new one from the archive.
+            controller.request_stop()
+            await asyncio.wait_for(runner, 15)
+            ledger = controller.config.ledger.path
+            archived = service.heads[TABLE]
+            for leftover in ("", "-wal", "-shm"):
+                ledger.with_name(ledger.name + leftover).unlink(missing_ok=True)
+            restore = ["ledger", "restore", "--from", postgres_url, "--table", TABLE]
+            assert await asyncio.to_thread(ctl.main, [*restore, "--out", str(ledger)]) == 0
+            assert f"head {archived.seq}:{archived.hash}" in capsys.readouterr().out
+            controller = Controller(load_daemon_config(t.config))
+            runner = asyncio.create_task(controller.run(install_signals=False))
+            await t.online(2)
+            assert controller.ledger.head_seq > archived.seq  # it went on from the restored head
+            feed = controller.table.archive
+            assert feed is not None
+            await until(caught_up, "the new board's rows archived", timeout=30)
+            with psycopg.connect(postgres_url) as conn:
+                found = conn.execute(
+                    "SELECT count(*), max(seq) FROM archive_rows WHERE table_id = %s", (TABLE,)
+                ).fetchone()
+                alarms = conn.execute("SELECT count(*) FROM archive_alarms").fetchone()
+            assert found is not None and found[0] == found[1] > archived.seq  # one chain
+            assert alarms == (0,)
             service.lifecycle.request_stop()
             assert await asyncio.wait_for(archive, 10) == 0
         finally:
