@@ -25,3 +25,44 @@ def test_rows_fit_one_message(tmp_path: Path) -> None:
         assert none == [] and stuck == 1
     finally:
         conn.close()
+
+
+async def test_the_archived_head_must_be_a_row_of_this_ledger(tmp_path: Path) -> None:
+    from progressived.archive.feed.feed import ArchiveFeed
+    from progressived.mqtt.client import BrokerOptions
+    from progressived.mqtt.session import MqttSession
+
+    path = table_ledger(tmp_path / "ledger.db", rounds=3)
+    rows = rows_of(path)
+    reasons: list[str] = []
+    feed = ArchiveFeed(
+        session=MqttSession(BrokerOptions()),
+        prefix="progressive",
+        table_id=TABLE,
+        ledger_path=path,
+        head_seq=lambda: rows[-1].seq,
+        max_lag_rows=10_000,
+        max_lag_s=1e9,
+        resend_s=10,
+        note=reasons.append,
+    )
+    try:
+
+        def head(seq: int, hash: str) -> wire.HeadMessage:
+            return wire.HeadMessage("archive", TABLE, seq, hash, "ok", "", "", "t")
+
+        feed.answer = head(rows[4].seq, rows[4].hash)
+        await feed.measure()
+        assert reasons[-1] == "" and feed.lag_rows == len(rows) - 5
+        feed.answer = head(rows[5].seq, rows[4].hash)  # another chain's row 6
+        await feed.measure()
+        assert f"the archive's row {rows[5].seq} is not this ledger's row" in reasons[-1]
+        assert feed.status()["mismatch"] and not feed.status()["healthy"]
+        feed.answer = head(rows[-1].seq + 50, rows[-1].hash)  # beyond this ledger
+        await feed.measure()
+        assert "beyond this ledger's head" in reasons[-1]
+        feed.answer = head(rows[-1].seq, rows[-1].hash)
+        await feed.measure()
+        assert reasons[-1] == "" and feed.lag_rows == 0 and feed.lag_seconds == 0.0
+    finally:
+        feed.close()

@@ -44,6 +44,7 @@ SELECT j.seq, j.at, j.round, j.seat, j.kind, j.category, j.actor, j.idem_key,
 FROM journal j LEFT JOIN idempotency i ON i.key = j.idem_key AND i.first_seq = j.seq
 WHERE j.seq > ? ORDER BY j.seq LIMIT ?"""
 ROW_AT = "SELECT at FROM journal WHERE seq = ?"
+ROW_HASH = "SELECT hash FROM journal WHERE seq = ?"
 HELLO_S = 2.0  # after connecting, wait this long for the retained head before sending
 WINDOW_ROWS = 5_000  # rows sent beyond the archived head before waiting for it to move
 ROOM = wire.MAX_MESSAGE - 1_024  # a message's rows stay under the bound, with room to spare
@@ -106,6 +107,8 @@ class ArchiveFeed:
         self.unreadable = 0
         self.too_large: int | None = None  # a row that cannot fit in a message
         self.read_error = ""  # why the last read of the ledger failed ("" : it did not)
+        self.mismatch = ""  # the archived head is not a row of this ledger ("": it is)
+        self._checked: tuple[int, str] = (0, "")  # the archived head last found in the ledger
         self.lag_rows = 0
         self.lag_seconds = 0.0
         self._oldest: tuple[int, float | None] = (0, None)  # (row, its time) after the head
@@ -131,6 +134,10 @@ class ArchiveFeed:
         if too_large is not None:
             self.too_large = too_large
         return rows
+
+    def _row_hash(self, seq: int) -> str | None:
+        found = self._connection().execute(ROW_HASH, (seq,)).fetchone()
+        return None if found is None else str(found[0])
 
     def _row_at(self, seq: int) -> float | None:
         found = self._connection().execute(ROW_AT, (seq,)).fetchone()
@@ -222,6 +229,7 @@ class ArchiveFeed:
             await asyncio.sleep(1.0)
 
     async def measure(self) -> None:
+        await self._check_head()
         head, base = self.head_seq(), self.archived
         self.lag_rows = max(0, head - base)
         if self.lag_rows == 0:
@@ -233,8 +241,34 @@ class ArchiveFeed:
             self.lag_seconds = 0.0 if at is None else max(0.0, time.time() - at)
         self.note(self.reason())
 
+    async def _check_head(self) -> None:
+        """The archived head must be a row of this ledger, with that hash: otherwise the
+        archive holds another chain than this ledger's (a ledger put back from an older
+        copy, or another table's), and nothing here is safe off the board."""
+        answer = self.answer
+        if answer is None or answer.seq == 0 or (answer.seq, answer.hash) == self._checked:
+            return
+        if answer.seq > self.head_seq():
+            self.mismatch = (
+                f"the archive holds rows up to {answer.seq}, beyond this ledger's head "
+                f"{self.head_seq()}: this ledger is not the one archived"
+            )
+            return
+        found = await self._guarded(self._row_hash, answer.seq)
+        if found is None:
+            return  # unread: tried again at the next measure
+        self._checked = (answer.seq, answer.hash)
+        self.mismatch = (
+            ""
+            if found == answer.hash
+            else f"the archive's row {answer.seq} is not this ledger's row {answer.seq}: this "
+            "ledger is not the one archived"
+        )
+
     def reason(self) -> str:
         """Why the table is degraded by its archive ("" when it is not)."""
+        if self.mismatch:
+            return f"{self.mismatch} (compare them: docs/archive.md, \"Restoring a table\")"
         answer = self.answer
         if answer is not None and answer.status == "refused":
             return (
@@ -270,6 +304,7 @@ class ArchiveFeed:
             "refused": None
             if answer is None or answer.status != "refused"
             else {"code": answer.code, "reason": answer.reason},
+            "mismatch": self.mismatch or None,
             "healthy": not self.reason(),
         }
 
