@@ -137,25 +137,37 @@ class ArchiveStore(PostgresStore):
         """Rows, heads and alarms in ONE transaction, committed only under ``fence``."""
         conn = self.connection()
         try:
-            with conn.pipeline() as pipeline, conn.transaction():
-                cur = conn.cursor()
-                values = [row_values(w.table, r) for w in writes for r in w.rows]
-                if values:
-                    cur.executemany(schema.INSERT_ROW, values)
-                heads = [
-                    (w.table, w.head.seq, w.head.hash, w.rows[-1].at) for w in writes if w.rows
-                ]
-                if heads:
-                    cur.executemany(schema.MOVE_HEAD, heads)
-                if alarms:
-                    cur.executemany(
-                        schema.INSERT_ALARM, [(a.table, a.code, a.seq, a.detail) for a in alarms]
-                    )
-                fenced = self._send_extend(conn.cursor(), fence)
-                pipeline.sync()
-                self._extended(fenced, fence)
+            with conn.transaction():
+                # The rows by COPY (a few times faster than one INSERT per row), then the
+                # heads, the alarms and the fence pipelined; COMMIT once the fence answered.
+                with conn.cursor().copy(schema.COPY_ROWS) as copy:
+                    for w in writes:
+                        for r in w.rows:
+                            copy.write_row(row_values(w.table, r))
+                self._finish(conn, writes, alarms, fence)
         except psycopg.Error as exc:
             raise self._translate(exc) from None
+
+    def _finish(
+        self,
+        conn: psycopg.Connection[Any],
+        writes: Sequence[TableWrite],
+        alarms: Sequence[Alarm],
+        fence: Lease,
+    ) -> None:
+        """The heads, the alarms and the fence, pipelined, in the caller's transaction."""
+        with conn.pipeline() as pipeline:
+            cur = conn.cursor()
+            heads = [(w.table, w.head.seq, w.head.hash, w.rows[-1].at) for w in writes if w.rows]
+            if heads:
+                cur.executemany(schema.MOVE_HEAD, heads)
+            if alarms:
+                cur.executemany(
+                    schema.INSERT_ALARM, [(a.table, a.code, a.seq, a.detail) for a in alarms]
+                )
+            fenced = self._send_extend(conn.cursor(), fence)
+            pipeline.sync()
+            self._extended(fenced, fence)
 
 
 def _row(values: Sequence[Any]) -> Row:

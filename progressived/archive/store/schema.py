@@ -85,10 +85,7 @@ DROP = (
 COLUMNS = (
     "seq, at, round, seat, kind, category, actor, idem_key, idem_last, data, prev_hash, hash"
 )
-INSERT_ROW = (
-    f"INSERT INTO archive_rows (table_id, {COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
+COPY_ROWS = f"COPY archive_rows (table_id, {COLUMNS}) FROM STDIN"
 MOVE_HEAD = """
 INSERT INTO archive_heads (table_id, head_seq, head_hash, head_at, archived_at)
 VALUES (%s, %s, %s, %s, clock_timestamp())
