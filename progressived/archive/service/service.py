@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import aiomqtt
 import structlog
@@ -239,19 +239,6 @@ class ArchiveService:
         batch.alarms = kept
 
     # ------------------------------------------------------------------ life
-    def status(self) -> dict[str, Any]:
-        """What the metrics and the log read."""
-        return {
-            "archive": self.id,
-            "active": self.active,
-            "database_ok": self.database_ok,
-            "broker_connected": self.session.connected,
-            "stored_rows": self.stored_rows,
-            "heads": {t: h.seq for t, h in sorted(self.heads.items())},
-            "refusals": {f"{t}/{c}": n for (t, c), n in sorted(self.refusals.items())},
-            "dropped": dict(self.lanes.dropped),
-        }
-
     async def run(self, *, install_signals: bool = True) -> int:
         loop = asyncio.get_running_loop()
         if install_signals:
