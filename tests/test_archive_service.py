@@ -247,3 +247,6 @@ def test_the_archive_commands_exit_codes(tmp_path: Path, postgres_url: str, mosq
     bad = tmp_path / "bad.toml"
     bad.write_text(path.read_text().replace("lease_s = 5", "lease_s = 0"))
     assert daemon.main(["archive", "--config", str(bad)]) == 2
+    assert daemon.main(["check-config", str(path)]) == 0
+    assert daemon.main(["check-config", str(bad)]) == 2
+    assert daemon.main(["run", "--config", str(path)]) == 2  # the archive's file, not a table's

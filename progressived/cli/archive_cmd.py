@@ -47,6 +47,33 @@ def run(path: Path, *, init: bool = False) -> int:
     return status
 
 
+def is_archive_file(path: Path) -> bool:
+    """An archive's configuration: ``[archive]`` and ``[database]``, no ``[table]`` (False if
+    unreadable: the caller's loader says why)."""
+    from progressived.config.table import read_toml  # noqa: PLC0415
+
+    try:
+        data = read_toml(path)
+    except ConfigError:
+        return False
+    return "archive" in data and "database" in data and "table" not in data
+
+
+def check_config(path: Path) -> int:
+    """``progressived check-config ARCHIVE.toml``: the file alone (the database is checked
+    when the archive starts)."""
+    from progressived.archive.service.config import load_archive_config  # noqa: PLC0415
+
+    try:
+        config = load_archive_config(path)
+    except ConfigError as exc:
+        print_config_error("progressived", exc)
+        return Exit.USAGE
+    tables = len(config.archive.tables)
+    print(f"{config.source}: ok (archive {config.archive.id}, {tables} tables)")
+    return Exit.OK
+
+
 def _init(url: str, archive_id: str, password: str | None) -> int:
     from progressived.archive.store.database import ArchiveStore  # noqa: PLC0415
     from progressived.storage.location import shown  # noqa: PLC0415
