@@ -95,6 +95,10 @@ def check_toml_block(block: str, folder: Path) -> None:
         daemon_config_from({**base, section: data[section]}, CONFIG)
     elif marker == "# link.toml":
         link_config_from(data, ROOT / "config" / "link.toml")
+    elif marker == "# archive.toml":
+        from progressived.archive.service.config import archive_config_from
+
+        archive_config_from(data, ROOT / "config" / "archive.toml")
     elif marker == "# sign.toml":
         sign_config_from(data, "sign.toml")
     elif match := re.fullmatch(r"# \[([a-z_.]+)\] section of a link's file", marker):
@@ -108,7 +112,7 @@ def check_toml_block(block: str, folder: Path) -> None:
         load_paytable(path)
     else:
         raise AssertionError(
-            f"a TOML block must start with '# progressived.toml', '# link.toml', "
+            f"a TOML block must start with '# progressived.toml', '# link.toml', '# archive.toml', "
             f"'# sign.toml', '# [name] section' or '# paytable file', not {marker!r}"
         )
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from progressived import __version__
-from progressived.cli import extras, link_cmd, preflight
+from progressived.cli import archive_cmd, extras, link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.daemon import DaemonConfig, load_daemon_config
 from progressived.config.table import ConfigError
@@ -39,6 +39,14 @@ from progressived.runtime.listen import ListenError
 
 def _load(path: Path, prog: str = "progressived") -> DaemonConfig | None:
     """The validated configuration, or ``None`` after printing why it is not valid."""
+    if archive_cmd.is_archive_file(path):
+        path = Path(os.path.abspath(path))
+        print(
+            f"{prog}: {path}: this is the archive's configuration ([archive] and no [table]): "
+            f"run `progressived archive --config {path}`",
+            file=sys.stderr,
+        )
+        return None
     if link_cmd.is_link_file(path):
         path = Path(os.path.abspath(path))
         print(
@@ -86,6 +94,8 @@ def check_config(
             print(f"progressived: {path}: {why}", file=sys.stderr)
             return Exit.USAGE
         return link_cmd.check_config(path, file_only=file_only, user=user)
+    if archive_cmd.is_archive_file(path):
+        return archive_cmd.check_config(path)
     try:
         config = load_daemon_config(path)
     except ConfigError as exc:
@@ -195,6 +205,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return _demo(args)
     if args.command == "link":
         return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
+    if args.command == "archive":
+        return archive_cmd.run(args.config, init=args.init)
     return _file_command(args)
 
 

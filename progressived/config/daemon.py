@@ -86,6 +86,15 @@ class LinkSection(StrictModel):
     resend_s: float = Field(default=2.0, gt=0, le=600)
 
 
+class ArchiveSection(StrictModel):
+    """The table's side of the archive (docs/archive.md): its ledger rows are sent to the
+    archive after the archived head; past either lag the table is degraded (still playing)."""
+
+    max_lag_rows: int = Field(default=10_000, ge=1, le=10_000_000)
+    max_lag_s: float = Field(default=120.0, gt=0, le=86_400 * 7)
+    resend_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class _DaemonModel(StrictModel):
     table: dict[str, Any]
     progressive: dict[str, Any] = Field(default_factory=dict)
@@ -99,6 +108,7 @@ class _DaemonModel(StrictModel):
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,7 @@ class DaemonConfig:
     watchdog: WatchdogSection
     selfcheck: SelfCheckSection
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
@@ -201,6 +212,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
         link=model.link,
+        archive=model.archive,
     )
 
 

@@ -68,6 +68,9 @@ class Health:
     ledger_file: str = ""
     # When (UTC) the broker was lost, or the first attempt failed; "" while connected.
     broker_down_since: str = ""
+    # Why the table's archive is too far behind, or refuses its rows ("" when it is not;
+    # progressived.archive.feed): degraded, never failed -- play goes on.
+    archive: str = ""
 
     @property
     def broker_connected(self) -> bool:
@@ -130,6 +133,8 @@ def assess(health: Health, wd: WatchdogSection, closed: Collection[str] = ()) ->
             )
     if linked := linked_closure(closed):
         reasons.append(linked)
+    if health.archive:
+        reasons.append(health.archive)
     if not reasons:
         return True, "ok"
     return False, DEGRADED + "; ".join(reasons)

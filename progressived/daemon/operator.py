@@ -74,6 +74,8 @@ class OperatorDesk:
         }
         if s.link is not None:  # a table that joined a link; a single table has no key
             out["link"] = link_status(s.link)
+        if s.archive is not None:  # a table with an [archive] section
+            out["archive"] = dict(s.archive)
         return out
 
     @staticmethod

@@ -132,6 +132,7 @@ class DeskStatus:
     broker_error: str = ""
     broker_denied: Mapping[str, str] = field(default_factory=dict)
     broker_denied_total: int = 0
+    archive: Mapping[str, Any] | None = None  # the archive's view (docs/archive.md)
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,6 +242,7 @@ class Controller:
             version=self.version,
             metrics_port=lambda: self.metrics_port,
             link_status=table.link.status if table.link is not None else lambda: None,
+            archive_status=table.archive.status if table.archive is not None else lambda: None,
         )
         desk = OperatorDesk(port)
         control.handler, control.on_refused = desk.handle, desk.refused
@@ -274,6 +275,8 @@ class Controller:
         ]
         if table.link is not None:
             cancelled.append(loop.create_task(table.link.run(), name="link"))
+        if table.archive is not None:
+            cancelled.append(loop.create_task(table.archive.run(), name="archive"))
         return ending, cancelled
 
     async def _close_ledger(self) -> None:
@@ -311,6 +314,8 @@ class Controller:
         await table.publisher.stop()
         await self.driver.stop()
         await asyncio.gather(*ending, *cancelled, return_exceptions=True)
+        if table.archive is not None:
+            table.archive.close()
         await self.executor.run(ledger.close)
         self.executor.close()
         log.info("stopped", table=self.config.params.table_id)
