@@ -127,9 +127,20 @@ def _render_status(status: dict[str, Any]) -> str:
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
     lines.append(f"health: {status['health']}")
+    if "slips" in status:  # a table with a slip printer (docs/slips.md)
+        lines.append(_slips_line(status["slips"]))
     if "link" in status:  # a table that joined a link
         lines += _render_table_link(status["link"])
     return "\n".join(lines)
+
+
+def _slips_line(slips: dict[str, Any]) -> str:
+    """``slips: 2 unprinted; printer 10.0.0.9:9100 out-of-paper since ... (why)``."""
+    state = slips["state"]
+    line = f"slips: {slips['unprinted']} unprinted; printer {slips['printer']} {state}"
+    if state != "ready":
+        line += f" since {slips['since']} ({slips['error']})"
+    return line
 
 
 def _broker_line(broker: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Operator actions over the control socket: status, close/open, parameters, corrections.
+"""Operator actions over the control socket: status, close/open, parameters, corrections,
+voiding a payout slip.
 
 Every action that changes state needs an operator id and a reason; parameter changes and
 meter corrections also a second person's approval. Each is journaled (who, why, values
@@ -74,6 +75,8 @@ class OperatorDesk:
         }
         if s.link is not None:  # a table that joined a link; a single table has no key
             out["link"] = link_status(s.link)
+        if s.slips is not None:  # a table with a slip printer (docs/slips.md)
+            out["slips"] = dict(s.slips)
         return out
 
     @staticmethod
@@ -110,6 +113,12 @@ class OperatorDesk:
         action = str(request.get("action", ""))
         if action == "status":
             return {"ok": True, "status": self.status()}
+        if action == "slip-print":  # wake the slip printer's queue: nothing is journaled
+            serial = str(request.get("serial", ""))
+            waiting = await self.port.print_now(serial)
+            if isinstance(waiting, str):
+                return {"ok": False, "error": waiting}
+            return {"ok": True, "serial": serial, "waiting": waiting}
         operator = str(request.get("operator", "")).strip()
         reason = str(request.get("reason", "")).strip()
         approver = str(request.get("approver", "")).strip()
@@ -136,6 +145,18 @@ class OperatorDesk:
             return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
             return await self.reload_parameters(operator, approver, reason, peer)
+        if action == "slip-void":
+            serial, reissue = str(request.get("serial", "")), request.get("reissue") is True
+            void = await self.port.void_slip(serial, reason=reason, by=operator, reissue=reissue)
+            if isinstance(void, str):
+                return {"ok": False, "error": void}
+            return {"ok": True, "voided": void.serial, "reissued_as": void.reissued_as}
+        if action == "slip-reprint":
+            serial = str(request.get("serial", ""))
+            n = await self.port.reprint_slip(serial, reason=reason, by=operator)
+            if isinstance(n, str):
+                return {"ok": False, "error": n}
+            return {"ok": True, "serial": serial, "reprint": n}
         if action in ("adjust", "transfer"):
             try:
                 units = dollars(str(request.get("amount", "")))

@@ -239,6 +239,8 @@ class Controller:
         ]
         if table.link is not None:
             cancelled.append(loop.create_task(table.link.run(), name="link"))
+        if table.printing is not None:  # the slip printer's queue (docs/slips.md)
+            cancelled.append(loop.create_task(table.printing.run(), name="slip-printer"))
         self.lifecycle.watch(*ending, *cancelled)  # crash-only: systemd restarts from the ledger
         log.info(
             "running",
@@ -255,6 +257,7 @@ class Controller:
             version=self.version,
             metrics_port=lambda: self.metrics_port,
             link_status=table.link.status if table.link is not None else lambda: None,
+            printing=table.printing,
         )
         desk = OperatorDesk(port)
         control.handler, control.on_refused = desk.handle, desk.refused

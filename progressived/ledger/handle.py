@@ -14,14 +14,18 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from progressived.core.params import TableParams
 from progressived.engine.state import TableState
 from progressived.ledger import chain
 from progressived.ledger.recovery import Recovery
 from progressived.ledger.rows import AppendResult, OutboxRow
+from progressived.slips.issue import Series
 from progressived.storage.sqlite import SqliteStore, translate
+
+if TYPE_CHECKING:
+    from progressived.ledger.slips import SlipIssuer
 
 
 class LedgerHandle:
@@ -42,6 +46,9 @@ class LedgerHandle:
         self._stale = False  # a write failed: re-read the head before the next one
         self._mutex = threading.RLock()  # the daemon may write from executor threads
         self.recovery = Recovery(0, 0, 0.0)
+        # Payout slips (docs/slips.md): journaled with their awards once an issuer is set.
+        self.slips: SlipIssuer | None = None
+        self._slip_series = Series()
 
     # ------------------------------------------------------------------ reading
 
