@@ -57,9 +57,9 @@ def _page(
     canvas.setFont(FONT, SIZE)
     for line in lines(slip, at, copy, void=void, width=60):
         bold = line.strip() in (copy.label, "*** VOID ***") or line.startswith("AMOUNT:")
-        canvas.setFont("Courier-Bold" if bold else FONT, SIZE + (2 if bold else 0))
+        canvas.setFont("Courier-Bold" if bold else FONT, SIZE)
         canvas.drawString(12 * mm, y, line)
-        y -= LEADING + (2 if bold else 0)
+        y -= LEADING
     widget = QrCodeWidget(qr_text(slip, row_hash))
     x0, y0, x1, y1 = widget.getBounds()
     drawing = Drawing(

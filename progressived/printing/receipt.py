@@ -26,14 +26,9 @@ def draw(
     for line in body:
         stripped = line.strip()
         if stripped in (copy.label, "*** VOID ***") or line.startswith("AMOUNT:"):
-            printer.set(
-                align="center" if not line.startswith("AMOUNT") else "left",
-                bold=True,
-                double_height=True,
-                double_width=False,
-                invert=stripped == "*** VOID ***",
-            )
-            printer.textln(stripped if not line.startswith("AMOUNT") else line)
+            # The lines come centred (or padded) already: emphasis only, no double width.
+            printer.set(bold=True, double_height=True, invert=stripped == "*** VOID ***")
+            printer.textln(line)
             printer.set_with_default()
         else:
             printer.textln(line)
