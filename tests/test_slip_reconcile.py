@@ -130,3 +130,22 @@ def test_random_rounds_give_slips_that_sum_to_the_paid_awards(tmp_path: Path, gr
     live = [s for s in slips(db) if s.void is None]
     assert report.awards == len(live) > 10
     assert sum(s.slip.units for s in live) == paid
+
+
+def test_simulated_rounds_journal_slips_that_reconcile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``simulate --ledger`` journals as the daemon does: a slip per paid award, reconciled,
+    their total the amounts the simulation paid."""
+    script = tmp_path / "rounds.txt"
+    round_ = "bet 1\nbet 3\nbet 5\nlock\nkey 5 straight\nkey 3 akq-spades\nconfirm\nreconcile\n"
+    script.write_text(round_ * 3 + "bet 2\nlock\nkey 2 akq-suited\nreconcile\n")
+    db = tmp_path / "sim.db"
+    base = ["simulate", "--paytable", "tcp-sd-1", "--meter-rate", "0.15"]
+    assert main([*base, "--script", str(script), "--ledger", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    paid = sum(p["cents"] for r in report["rounds"] for p in r["pays"])
+    assert main(["slips", "reconcile", "--db", str(db)]) == 0
+    live = [s for s in slips(db) if s.void is None]
+    assert len(live) == 3 * 4 + 1
+    assert sum(s.slip.units for s in live) == paid * 10_000
