@@ -252,3 +252,18 @@ def _label(lines: list[str]) -> str:
         for line in lines
         if line.strip() in {*COPIES, "VOIDED SLIP"} or line.strip().startswith("REPRINT ")
     )
+
+
+def test_the_queue_is_in_the_metrics() -> None:
+    """``progressive_slips_unprinted`` and ``progressive_slip_printer_ready`` as Prometheus
+    text, from the queue's status at scrape time."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from progressived.daemon.slip_printer import PrintStatus, SlipsCollector
+
+    status = PrintStatus("10.0.0.9:9100", PrinterState.OUT_OF_PAPER, 3, "no paper", AT)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SlipsCollector("t1", lambda: status))
+    text = generate_latest(registry).decode()
+    assert 'progressive_slips_unprinted{table="t1"} 3.0' in text
+    assert 'progressive_slip_printer_ready{state="out-of-paper",table="t1"} 0.0' in text
