@@ -8,6 +8,7 @@ import contextlib
 from dataclasses import replace
 from pathlib import Path
 
+from progressived.cli.control_cmd import render_answer
 from progressived.config.slips import slip_rules
 from progressived.daemon.desk import DaemonDesk
 from progressived.daemon.operator import OperatorDesk
@@ -74,6 +75,10 @@ async def test_void_reprint_and_print_through_the_desk(
         assert unknown == {"ok": False, "error": "no slip nope-1 in this ledger"}
         bare = await desk.handle({"action": "slip-void", "serial": "it-1-000002"}, PEER)
         assert bare["ok"] is False and "reason" in bare["error"]
+        odd = {"operator": "sup|2", "reason": "x"}  # an id the ledger cannot hash apart
+        for action in ("slip-reprint", "slip-void"):
+            refused = await desk.handle({"action": action, "serial": "it-1-000002", **odd}, PEER)
+            assert refused["ok"] is False and "actor" in refused["error"], refused
         reprint = await desk.handle(
             {"action": "slip-reprint", "serial": "it-1-000002", **ask}, PEER
         )
@@ -90,6 +95,8 @@ async def test_void_reprint_and_print_through_the_desk(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        shown = render_answer("status", {"status": desk.status()})
+        assert f"slips: 0 unprinted; printer 127.0.0.1:{printer.port} ready" in shown
         (receipt,) = printer.receipts()
         assert "REPRINT 1" in [line.strip() for line in receipt.lines]
         nothing = await desk.handle({"action": "slip-print", "serial": "it-1-000002"}, PEER)

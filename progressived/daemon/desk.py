@@ -160,8 +160,11 @@ class DaemonDesk:
                 return f"no slip {serial} in this ledger"
             n = counts.get("slip_reprint", 0) + 1
             detail = {"serial": serial, "n": n, "reason": reason, "by": by}
-            if not await j.record("slip_reprint", detail, publish=False, actor=by):
-                return "the ledger is unavailable"
+            try:
+                if not await j.record("slip_reprint", detail, publish=False, actor=by):
+                    return "the ledger is unavailable"
+            except LedgerError as exc:  # an id the ledger refuses (a "|", a line break)
+                return str(exc)
         self._printing.wake()
         return n
 
