@@ -17,8 +17,10 @@ from typing import Any
 
 from progressived.cli.control_cmd import DEFAULT_SOCKET
 from progressived.ledger import LedgerError
+from progressived.ledger.readonly import ledger_kind
 from progressived.ledger.slip_reads import StoredSlip, one, render_csv, render_list, slips
 from progressived.ledger.slip_reconcile import reconcile
+from progressived.link.store.slip_check import linked_differences
 from progressived.printing.pdf import slips_pdf
 from progressived.runtime.control import request
 from progressived.slips.text import DUPLICATE, ORIGINAL, lines
@@ -148,6 +150,12 @@ def register(sub: Any) -> None:
     _db(rec)
     rec.add_argument("--from", dest="since", type=_when, metavar="WHEN", help="from (UTC)")
     rec.add_argument("--to", dest="until", type=_when, metavar="WHEN", help="up to (UTC)")
+    rec.add_argument(
+        "--link-db",
+        type=Path,
+        metavar="PATH",
+        help="the link's ledger: a linked table's slips against the claims the link paid",
+    )
     rec.add_argument("--json", action="store_true", help="print JSON")
     rec.set_defaults(handler=run_reconcile)
 
@@ -259,6 +267,14 @@ def _write_pdf(path: Path, found: list[StoredSlip], prog: str) -> int:
 def run_reconcile(args: argparse.Namespace) -> int:
     try:
         report = reconcile(args.db, since=args.since, until=args.until)
+        if args.link_db is not None:  # a linked table: its linked slips against the link's
+            if ledger_kind(args.link_db) != "link":
+                raise LedgerError(f"{args.link_db}: not a link's ledger (--link-db)")
+            found = slips(args.db, since=args.since, until=args.until)
+            report.linked, more = linked_differences(
+                found, args.link_db, report.table_id, since=args.since, until=args.until
+            )
+            report.differences.extend(more)
     except LedgerError as exc:
         print(f"progressivectl slips reconcile: {exc}", file=sys.stderr)
         return 2

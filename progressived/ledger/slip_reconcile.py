@@ -8,7 +8,8 @@ Read-only, over one read transaction. It holds when:
   exactly one live slip, and every live slip of the period pays an award of the ledger;
 * each live slip's amount is its award's, to the unit;
 * per meter, the live meter slips add up to the meter's decrease for hits, to the cent: the
-  ``paid_attendant:M`` postings of the period.
+  ``paid_attendant:M`` postings of the period (a linked meter's are the link's:
+  :mod:`progressived.link.store.slip_check` compares those with the link's ledger).
 
 Each difference is one line naming the serial, the award or the meter.
 """
@@ -35,11 +36,13 @@ AWARDS = ("award_confirmed", "tray_paid", "envy_paid")
 class Reconciliation:
     """What was compared and every difference found (``ok`` when there is none)."""
 
+    table_id: str = ""
     issued: int = 0
     voided: int = 0
     reissued: int = 0
     awards: int = 0
     live: int = 0
+    linked: int | None = None  # linked slips compared with the link's ledger (--link-db)
     per_meter: dict[str, dict[str, int]] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
 
@@ -55,6 +58,7 @@ class Reconciliation:
             "reissued": self.reissued,
             "awards": self.awards,
             "live": self.live,
+            "linked_checked": self.linked,
             "meters": self.per_meter,
             "differences": list(self.differences),
         }
@@ -69,6 +73,8 @@ class Reconciliation:
             f"{display(v['paid_units'])}"
             for m, v in sorted(self.per_meter.items())
         ]
+        if self.linked is not None:
+            meters.append(f"linked slips checked against the link's ledger: {self.linked}")
         verdict = ["reconciled: every serial accounted for, one live slip per award"]
         if not self.ok:
             verdict = [f"NOT reconciled: {len(self.differences)} difference(s)"]
@@ -80,7 +86,10 @@ def reconcile(path: Path, *, since: str | None = None, until: str | None = None)
     conn = connect_readonly(path)
     try:
         conn.execute("BEGIN")
-        return _reconcile(conn, since, until)
+        report = _reconcile(conn, since, until)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()
+        report.table_id = str(row[0]) if row is not None else ""
+        return report
     except (sqlite3.Error, KeyError, ValueError, TypeError) as exc:
         raise LedgerError(f"{path}: cannot read its slips and awards: {exc}") from None
     finally:
@@ -188,7 +197,9 @@ def _meters(
     for serials in live.values():
         for serial in serials:
             data = issued[serial]
-            if data["source"] == "meter":
+            # A linked meter's money is the link's: its payouts are in the link's ledger
+            # (``--link-db``, progressived.link.store.slip_check), not in this one.
+            if data["source"] == "meter" and data.get("link") is None:
                 slipped[data["meter"]] += int(data["units"])
     for meter in sorted(set(paid) | set(slipped)):
         report.per_meter[meter] = {"slips_units": slipped[meter], "paid_units": paid[meter]}
