@@ -127,6 +127,8 @@ def _render_status(status: dict[str, Any]) -> str:
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
     lines.append(f"health: {status['health']}")
+    if "slips" in status:  # a table with a slip printer (docs/slips.md)
+        lines.append(_slips_line(status["slips"]))
     if "link" in status:  # a table that joined a link
         lines += _render_table_link(status["link"])
     if "archive" in status:  # a table with an [archive] section
@@ -149,6 +151,15 @@ def _render_table_archive(archive: dict[str, Any]) -> str:
     if archive["refused"] is not None:
         refused = archive["refused"]
         line += f"; REFUSED ({refused['code']}: {refused['reason']})"
+    return line
+
+
+def _slips_line(slips: dict[str, Any]) -> str:
+    """``slips: 2 unprinted; printer 10.0.0.9:9100 out-of-paper since ... (why)``."""
+    state = slips["state"]
+    line = f"slips: {slips['unprinted']} unprinted; printer {slips['printer']} {state}"
+    if state != "ready":
+        line += f" since {slips['since']} ({slips['error']})"
     return line
 
 

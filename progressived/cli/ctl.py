@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         par_cmd,
         sign_cmd,
         simulate_cmd,
+        slip_cmd,
     )
 
     parser = CliParser(
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
+    slip_cmd.register(sub)
     link_ctl.register(sub)
     broker_acl_cmd.register(sub)
     # Subcommands from plugins (e.g. the drivers' simulate-board): progressived never

@@ -19,6 +19,7 @@ from progressived import __version__
 from progressived.cli import archive_cmd, extras, link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.daemon import DaemonConfig, load_daemon_config
+from progressived.config.slips import describe as describe_slips
 from progressived.config.table import ConfigError
 from progressived.core.money import display
 from progressived.daemon.selfcheck import run_selfcheck
@@ -104,11 +105,14 @@ def check_config(
     if link is not None and not _pairs_with(config, link):
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config, user)
-    return preflight.report(
+    status = preflight.report(
         findings,
         config.source,
         f"ok ({config.params.table_id}, paytable {config.params.paytable.id})",
     )
+    if status == Exit.OK:  # what the [slips] section makes of the payout slips
+        print(f"{config.source}: {describe_slips(config.slips, config.params.table_id)}")
+    return status
 
 
 def _pairs_with(config: DaemonConfig, link: Path) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from progressived import __version__
 from progressived.cli.common import progress
 from progressived.config.paytables import PaytableError, find_paytable
+from progressived.config.slips import SlipsSection, slip_rules
 from progressived.config.table import ConfigError, load_table_params, with_overrides
 from progressived.core.money import MoneyError, dollars
 from progressived.core.params import (
@@ -33,6 +34,7 @@ from progressived.engine.simulate import (
 from progressived.ledger import Ledger, LedgerError, LedgerMismatch
 from progressived.ledger.identity import ledger_identity
 from progressived.ledger.sink import LedgerSink
+from progressived.ledger.slips import SlipIssuer
 
 PROGRESS_EVERY = 500  # script lines between two progress updates
 
@@ -151,6 +153,8 @@ def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) ->
         sim = Simulation(params, clock=utc_now)
         sim.restore(led.state)
         sim.sink = LedgerSink(led, utc_now)
+        # Payout slips with the awards, as the daemon journals them (default [slips] rules).
+        led.issue_slips(SlipIssuer(slip_rules(SlipsSection(), params.table_id), lambda: params))
         done = len(sim.rejected)
 
         def journal_rejections(number: int) -> None:

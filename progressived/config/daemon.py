@@ -2,9 +2,10 @@
 
 Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.config.table`),
 ``[board]`` (the driver plugin and its own settings), ``[keypad]``, ``[mqtt]``,
-``[ledger]``, ``[metrics]``, ``[control]``, ``[log]`` and, for a table with linked meters,
-``[link]``. Any problem raises
-:class:`~progressived.config.table.ConfigError` naming the file, the key and the reason.
+``[ledger]``, ``[metrics]``, ``[control]``, ``[log]``, ``[slips]`` (payout slips,
+:mod:`progressived.config.slips`) and, for a table with linked meters, ``[link]``. Any
+problem raises :class:`~progressived.config.table.ConfigError` naming the file, the key and
+the reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from progressived.board.driver import DriverSettings
 from progressived.config.drivers import DriverNotFound, load_driver_factory
 from progressived.config.keypad import KeypadError, KeypadMap, keypad_from_config
+from progressived.config.slips import SlipsSection
 from progressived.config.table import (
     ConfigError,
     Problems,
@@ -109,6 +111,7 @@ class _DaemonModel(StrictModel):
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
     archive: ArchiveSection | None = None
+    slips: SlipsSection = Field(default_factory=SlipsSection)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ class DaemonConfig:
     selfcheck: SelfCheckSection
     link: LinkSection | None = None
     archive: ArchiveSection | None = None
+    slips: SlipsSection = field(default_factory=SlipsSection)
 
 
 def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
@@ -213,6 +217,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         selfcheck=model.selfcheck,
         link=model.link,
         archive=model.archive,
+        slips=model.slips,
     )
 
 

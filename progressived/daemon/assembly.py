@@ -18,6 +18,7 @@ from progressived.archive.feed.feed import ArchiveFeed
 from progressived.archive.feed.metrics import ArchiveCollector
 from progressived.board.driver import BoardDriver
 from progressived.config.daemon import DaemonConfig
+from progressived.config.slips import slip_rules
 from progressived.daemon.board_input import BoardInput
 from progressived.daemon.current import CurrentTable
 from progressived.daemon.health import Health
@@ -30,12 +31,15 @@ from progressived.daemon.metrics import HitCounts, TableMetrics
 from progressived.daemon.observers import JournalObservers, KeyLatency, Notify
 from progressived.daemon.outbox import LedgerOutbox
 from progressived.daemon.outputs import Outputs
+from progressived.daemon.slip_printer import SlipPrinting, SlipsCollector
 from progressived.daemon.upkeep import MetricsView
 from progressived.ledger import Ledger
+from progressived.ledger.slips import SlipIssuer
 from progressived.link.core.messages import LinkedMeter
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import HeadSource, SignPublisher
 from progressived.mqtt.session import MqttSession
+from progressived.printing.network import NetworkPrinter
 
 HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 
@@ -54,6 +58,7 @@ class OpenTable:
     link: LinkClient | None
     metrics: TableMetrics | None
     archive: ArchiveFeed | None = None
+    printing: SlipPrinting | None = None  # the slip printer's queue ([slips.printer])
 
     @property
     def ledger(self) -> Ledger:
@@ -94,6 +99,9 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
     config, table_id = around.config, around.config.params.table_id
     topics = Topics(config.mqtt.prefix, table_id)
     current = CurrentTable(config, ledger)
+    if config.slips.enabled:  # a payout slip with every award (docs/slips.md)
+        rules = slip_rules(config.slips, table_id)
+        ledger.issue_slips(SlipIssuer(rules, lambda: current.params))
     metrics = TableMetrics(table_id) if config.metrics.enabled else None
     observe = metrics.key_to_publish.labels(table_id).observe if metrics is not None else None
     latency = KeyLatency(around.notify, observe)
@@ -151,6 +159,7 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
             meters=linked,
             changed=outputs.redraw,
         )
+    printing = _printing(config, journal, metrics)
     board_input = BoardInput(
         journal=journal,
         outputs=outputs,
@@ -182,6 +191,7 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
         link=link,
         metrics=metrics,
         archive=archive,
+        printing=printing,
     )
 
 
@@ -204,3 +214,19 @@ def archive_feed(config: DaemonConfig, around: Surroundings, current: CurrentTab
         resend_s=section.resend_s,
         note=note,
     )
+
+
+def _printing(
+    config: DaemonConfig, journal: Journal, metrics: TableMetrics | None
+) -> SlipPrinting | None:
+    """The slip printer's queue, on a table with ``[slips.printer]`` (docs/slips.md)."""
+    section = config.slips.printer
+    if not config.slips.enabled or section is None:
+        return None
+    printer = NetworkPrinter(
+        section.host, section.port, timeout_s=section.timeout_s, status=section.status
+    )
+    printing = SlipPrinting(journal, printer, retry_s=section.retry_s)
+    if metrics is not None:
+        metrics.registry.register(SlipsCollector(config.params.table_id, printing.status))
+    return printing

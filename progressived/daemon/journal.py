@@ -37,6 +37,7 @@ from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Batch, LedgerUnavailable
 from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxChange, LinkOutboxDepth
 from progressived.ledger.rows import Record
+from progressived.ledger.slip_reads import PrintJob
 
 log = structlog.get_logger("progressived")
 
@@ -96,6 +97,18 @@ class Journal:
     async def link_sent_since(self, round_no: int) -> list[dict[str, Any]]:
         """The ``link_sent`` rows' data from round ``round_no`` on (and the last one)."""
         return await self.writer.executor.run(self.current.ledger.link_sent_since, round_no)
+
+    async def slip_print_queue(self) -> list[PrintJob]:
+        """The payout slip copies waiting to print (on the ledger thread)."""
+        return await self.writer.executor.run(self.current.ledger.slip_print_queue)
+
+    async def slip_rows_head(self) -> int:
+        """The last payout slip row's ``seq`` (0 when none)."""
+        return await self.writer.executor.run(self.current.ledger.slip_rows_head)
+
+    async def slip_copies(self, serial: str) -> dict[str, int]:
+        """``slip_issued`` and ``slip_reprint`` rows naming ``serial``, counted by kind."""
+        return await self.writer.executor.run(self.current.ledger.slip_copies, serial)
 
     # ------------------------------------------------------------- commands
     async def submit(

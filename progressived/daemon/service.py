@@ -243,6 +243,7 @@ class Controller:
             metrics_port=lambda: self.metrics_port,
             link_status=table.link.status if table.link is not None else lambda: None,
             archive_status=table.archive.status if table.archive is not None else lambda: None,
+            printing=table.printing,
         )
         desk = OperatorDesk(port)
         control.handler, control.on_refused = desk.handle, desk.refused
@@ -277,6 +278,8 @@ class Controller:
             cancelled.append(loop.create_task(table.link.run(), name="link"))
         if table.archive is not None:
             cancelled.append(loop.create_task(table.archive.run(), name="archive"))
+        if table.printing is not None:  # the slip printer's queue (docs/slips.md)
+            cancelled.append(loop.create_task(table.printing.run(), name="slip-printer"))
         return ending, cancelled
 
     async def _close_ledger(self) -> None:

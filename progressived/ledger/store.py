@@ -46,6 +46,8 @@ from progressived.ledger.rows import (
     OutboxRow,
 )
 from progressived.ledger.rows import Record as _Record
+from progressived.ledger.slips import SlipIssuer, recover_series, void_rows, with_slips
+from progressived.slips.slip import Slip
 from progressived.storage.sqlite import translate
 
 __all__ = [  # re-exported: the names callers imported from here before the split
@@ -187,8 +189,48 @@ class Ledger(LedgerHandle):
         self._balances = dict(head.balances)
         self._state = head.state
         self._since_snapshot = head.since_snapshot
+        try:  # the payout slips' series: the last number issued (docs/slips.md)
+            self._slip_series = recover_series(self._conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
 
     # ------------------------------------------------------------------ writing
+
+    def issue_slips(self, issuer: SlipIssuer | None) -> None:
+        """From now on, journal a payout slip with every award (``None``: no slips)."""
+        with self._mutex:
+            self.slips = issuer
+
+    def void_slip(
+        self, serial: str, *, reason: str, by: str, at: str, reissue: bool = False
+    ) -> Slip | None:
+        """Void slip ``serial`` (an operator's, ``by``, for ``reason``) and, with
+        ``reissue``, issue it again under the next serial, in one transaction; returns the
+        new slip. Raises :class:`~progressived.ledger.slips.SlipRefused` for an unknown or
+        void serial."""
+        with self._mutex:
+            self._check_open()
+            if self.slips is None:
+                raise LedgerError("this ledger issues no slips")
+            if self._stale:  # as _write: the series from the file, in case a commit landed
+                self._recover()
+                self._stale = False
+            try:
+                rows, after, again = void_rows(
+                    self._conn,
+                    self.slips,
+                    self._slip_series,
+                    serial=serial,
+                    reason=reason,
+                    by=by,
+                    reissue=reissue,
+                    at=at,
+                )
+            except sqlite3.Error as exc:
+                raise translate(exc, self._path) from None
+            self._write(rows)
+            self._slip_series = after  # the reissue's number, now committed
+            return again
 
     def append(
         self,
@@ -308,18 +350,23 @@ class Ledger(LedgerHandle):
         )
         first = self._store.known_keys(item.idempotency_key for item in items)
         known = {key: AppendResult(*seqs) for key, seqs in first.items()}
+        series, mine = self._slip_series, list[int](range(len(items)))
+        if self.slips is not None:  # payout slips after their awards' rows (docs/slips.md)
+            items, series, mine = with_slips(self.slips, items, self._state, series, known)
         try:
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
             )
         except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
+        results = [rows.results[i] for i in mine]  # the slips' rows are not the caller's
         if rows.empty:
-            return rows.results
+            return results
         commit(self._store, rows, [statement(change) for change in link])
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)
         self._state = after.state
         self._since_snapshot = after.since_snapshot
-        return rows.results
+        self._slip_series = series
+        return results
