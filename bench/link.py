@@ -38,8 +38,8 @@ from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     Contribution,
-    Head,
     Heartbeat,
+    LedgerHead,
     MeterWagers,
     Result,
     TableMessage,
@@ -106,7 +106,7 @@ class SimTable:
             "table": self.id,
             "seq": self.seq,
             "id": f"{self.id}:{self.seq}",
-            "head": Head(self.seq, digest),
+            "head": LedgerHead(self.seq, digest),
             "at": "2026-11-23T00:00:00Z",
         }
 

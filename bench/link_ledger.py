@@ -23,7 +23,7 @@ from bench.stress import utc_now
 from bench.throughput import _JOURNAL_COLUMNS, _bare_copy
 from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.link.core import book
-from progressived.link.core.messages import Contribution, Head, MeterWagers
+from progressived.link.core.messages import Contribution, LedgerHead, MeterWagers
 from progressived.link.runtime.config import load_link_config
 from progressived.link.store.ledger import LinkLedger
 
@@ -59,7 +59,7 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
                     table=table,
                     seq=seq,
                     id=f"{table}:{seq}",
-                    head=Head(seq, f"{seq:064x}"),
+                    head=LedgerHead(seq, f"{seq:064x}"),
                     at="2026-11-23T00:00:00Z",
                     round=seq,
                     wagers=(book_wagers(),),
@@ -233,7 +233,7 @@ def _contribution(table: str, seq: int) -> Contribution:
         table=table,
         seq=seq,
         id=f"{table}:{seq}",
-        head=Head(seq, f"{seq:064x}"),
+        head=LedgerHead(seq, f"{seq:064x}"),
         at="2026-11-23T00:00:00Z",
         round=seq,
         wagers=(book_wagers(),),

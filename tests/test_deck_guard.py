@@ -47,7 +47,7 @@ def locked(paytable: str, seats: int = 12) -> tuple[TableParams, TableState]:
 def key_all(paytable: str, hands: list[str]) -> tuple[TableState, list[tuple[str, str]]]:
     """Key ``hands`` at seats 1, 2, ...; returns the state and (code, reason) of refusals."""
     params, state = locked(paytable)
-    refused = []
+    refused: list[tuple[str, str]] = []
     for seat, hand in enumerate(hands, start=1):
         decision = decide(params, state, KeyHand(seat=seat, hand=hand))
         if decision.accepted:

@@ -36,7 +36,7 @@ def test_plan_rows_hash_as_the_chain_says_and_nothing_is_written() -> None:
         Batch(lock.events, lock.state, AT, "dealer", "k-1"),
         Batch(locked.events, locked.state, AT, "dealer", "k-2"),
     ]
-    planned = plan.plan(items, plan.Head(), {}, table_id="t-plan")
+    planned = plan.plan(items, plan.CommittedHead(), {}, table_id="t-plan")
     prev = chain.GENESIS
     for row in planned.journal:
         seq, at, table, rnd, seat, kind, category, actor, idem, data, row_hash, row_prev = row

@@ -102,11 +102,11 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             await asyncio.sleep(0.8)
             assert notify.pings_since(mark) == 0, "ledger unavailable: not pinged"
             assert any("STATUS=unhealthy: ledger unavailable" in m for m in notify.drain())
-            from progressived.daemon.port import RefusalCode, Refused
+            from progressived.daemon.port import CommandRefused, RefusalCode
             from progressived.engine import Lock
 
             refused = await controller.submit(Lock())
-            assert isinstance(refused, Refused)
+            assert isinstance(refused, CommandRefused)
             assert refused.code is RefusalCode.LEDGER_UNAVAILABLE
             # Space returns: the ledger recovers and the pings resume; nothing committed lost.
             await controller.db(

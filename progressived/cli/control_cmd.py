@@ -129,7 +129,27 @@ def _render_status(status: dict[str, Any]) -> str:
     lines.append(f"health: {status['health']}")
     if "link" in status:  # a table that joined a link
         lines += _render_table_link(status["link"])
+    if "archive" in status:  # a table with an [archive] section
+        lines.append(_render_table_archive(status["archive"]))
     return "\n".join(lines)
+
+
+def _render_table_archive(archive: dict[str, Any]) -> str:
+    """How far behind the archive is, and whether it refuses the table's rows."""
+    if not archive["heard"]:
+        return (
+            f"archive: NOT HEARD yet; {archive['lag_rows']} rows only on this board "
+            f"(oldest {archive['lag_seconds']:.0f} s)"
+        )
+    line = (
+        f"archive {archive['archive']}: archived to row {archive['archived_seq']} of "
+        f"{archive['head_seq']}; {archive['lag_rows']} rows behind "
+        f"({archive['lag_seconds']:.0f} s)"
+    )
+    if archive["refused"] is not None:
+        refused = archive["refused"]
+        line += f"; REFUSED ({refused['code']}: {refused['reason']})"
+    return line
 
 
 def _broker_line(broker: dict[str, Any]) -> str:

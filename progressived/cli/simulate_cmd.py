@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -24,9 +23,7 @@ from progressived.core.params import (
     sub_cent,
     validate,
 )
-from progressived.core.wirejson import loads_object
 from progressived.engine.simulate import (
-    MAX_SCRIPT_BYTES,
     SCRIPT_HELP,
     ScriptError,
     Simulation,
@@ -34,8 +31,8 @@ from progressived.engine.simulate import (
     render_text,
 )
 from progressived.ledger import Ledger, LedgerError, LedgerMismatch
+from progressived.ledger.identity import ledger_identity
 from progressived.ledger.sink import LedgerSink
-from progressived.ledger.store import connect_readonly
 
 PROGRESS_EVERY = 500  # script lines between two progress updates
 
@@ -107,33 +104,6 @@ def _params(args: argparse.Namespace) -> TableParams:
         reserve_rate=args.reserve_rate,
         policy=Policy(args.policy) if args.policy else None,
     )
-
-
-def ledger_identity(path: Path) -> tuple[str, str]:
-    """The table and the current paytable a ledger was written for (read-only).
-
-    The paytable is the one of the ``ledger_created`` row, or of the last recorded
-    ``parameter_changed`` that changed it.
-    """
-    conn = connect_readonly(path)
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        paytable = ""
-        for kind, data in conn.execute(
-            "SELECT kind, data FROM journal WHERE kind IN ('ledger_created', "
-            "'parameter_changed') ORDER BY seq"
-        ):
-            detail = loads_object(data, max_bytes=MAX_SCRIPT_BYTES)  # any file may be given
-            if kind == "ledger_created":
-                paytable = str(detail.get("paytable", ""))
-            elif isinstance(change := detail.get("changes", {}).get("paytable"), dict):
-                paytable = str(change.get("new", paytable))
-    except (sqlite3.Error, ValueError) as exc:
-        why = f"{path}: cannot read the ledger's table and paytable: {exc}"
-        raise LedgerMismatch(why) from None
-    finally:
-        conn.close()
-    return str(meta.get("table_id", "")), paytable
 
 
 def _check_identity(path: Path, params: TableParams) -> None:

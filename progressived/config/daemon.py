@@ -31,43 +31,40 @@ from progressived.config.table import (
 )
 from progressived.core.params import TableParams
 from progressived.mqtt.config import MqttSection
+from progressived.runtime.config_files import StrictModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LedgerSection(_Strict):
+class LedgerSection(StrictModel):
     path: Path = Path("/var/lib/progressived/ledger.db")
     checkpoint_idle_s: float = Field(default=30.0, gt=0, le=3600)
     retry_s: float = Field(default=5.0, gt=0, le=600)
 
 
-class MetricsSection(_Strict):
+class MetricsSection(StrictModel):
     enabled: bool = True
     address: str = "127.0.0.1"
     port: int = Field(default=9464, ge=0, le=65535)
 
 
-class ControlSection(_Strict):
+class ControlSection(StrictModel):
     socket: Path = Path("/run/progressived/control.sock")
     group: str | None = None
 
 
-class WatchdogSection(_Strict):
+class WatchdogSection(StrictModel):
     """When the systemd watchdog stops being pinged (and systemd restarts the daemon)."""
 
     board_offline_grace_s: float = Field(default=30.0, ge=0, le=3600)
     loop_stall_s: float = Field(default=5.0, gt=0, le=600)
 
 
-class SelfCheckSection(_Strict):
+class SelfCheckSection(StrictModel):
     """The approved software digest (``progressived self-check`` prints the installed one)."""
 
     software_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
 
 
-class LogSection(_Strict):
+class LogSection(StrictModel):
     format: Literal["auto", "json", "console"] = "auto"
     level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -80,7 +77,7 @@ class BoardSection(BaseModel):
     driver: str = "serial"
 
 
-class LinkSection(_Strict):
+class LinkSection(StrictModel):
     """The link this table's linked meters belong to (docs/link.md)."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -89,7 +86,16 @@ class LinkSection(_Strict):
     resend_s: float = Field(default=2.0, gt=0, le=600)
 
 
-class _DaemonModel(_Strict):
+class ArchiveSection(StrictModel):
+    """The table's side of the archive (docs/archive.md): its ledger rows are sent to the
+    archive after the archived head; past either lag the table is degraded (still playing)."""
+
+    max_lag_rows: int = Field(default=10_000, ge=1, le=10_000_000)
+    max_lag_s: float = Field(default=120.0, gt=0, le=86_400 * 7)
+    resend_s: float = Field(default=10.0, gt=0, le=600)
+
+
+class _DaemonModel(StrictModel):
     table: dict[str, Any]
     progressive: dict[str, Any] = Field(default_factory=dict)
     board: BoardSection
@@ -102,6 +108,7 @@ class _DaemonModel(_Strict):
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class DaemonConfig:
     watchdog: WatchdogSection
     selfcheck: SelfCheckSection
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
 
 
 def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
@@ -204,6 +212,7 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
         link=model.link,
+        archive=model.archive,
     )
 
 

@@ -14,6 +14,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from progressived.archive.feed.feed import ArchiveFeed
+from progressived.archive.feed.metrics import ArchiveCollector
 from progressived.board.driver import BoardDriver
 from progressived.config.daemon import DaemonConfig
 from progressived.daemon.board_input import BoardInput
@@ -51,6 +53,7 @@ class OpenTable:
     board_input: BoardInput
     link: LinkClient | None
     metrics: TableMetrics | None
+    archive: ArchiveFeed | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -165,6 +168,9 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
             link=link.status if link is not None else None,
         )
         metrics.collect(view)
+    archive = None if config.archive is None else archive_feed(config, around, current)
+    if archive is not None and metrics is not None:
+        metrics.registry.register(ArchiveCollector(table_id, archive))
     return OpenTable(
         current=current,
         writer=writer,
@@ -175,4 +181,26 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
         board_input=board_input,
         link=link,
         metrics=metrics,
+        archive=archive,
+    )
+
+
+def archive_feed(config: DaemonConfig, around: Surroundings, current: CurrentTable) -> ArchiveFeed:
+    """The table's side of the archive, on the table's one broker session (docs/archive.md)."""
+    section = config.archive
+    assert section is not None
+
+    def note(reason: str) -> None:
+        around.health.archive = reason
+
+    return ArchiveFeed(
+        session=around.session,
+        prefix=config.mqtt.prefix,
+        table_id=config.params.table_id,
+        ledger_path=config.ledger.path,
+        head_seq=lambda: current.head_seq,
+        max_lag_rows=section.max_lag_rows,
+        max_lag_s=section.max_lag_s,
+        resend_s=section.resend_s,
+        note=note,
     )

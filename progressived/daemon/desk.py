@@ -37,6 +37,7 @@ class DaemonDesk:
         version: str,
         metrics_port: Callable[[], int | None],
         link_status: Callable[[], LinkStatus | None] = lambda: None,
+        archive_status: Callable[[], Mapping[str, Any] | None] = lambda: None,
     ) -> None:
         self._journal = journal
         self._board_input = board_input
@@ -45,6 +46,7 @@ class DaemonDesk:
         self._version = version
         self._metrics_port = metrics_port
         self._link_status = link_status
+        self._archive_status = archive_status
 
     def now(self) -> str:
         return self._journal.clock()
@@ -74,6 +76,7 @@ class DaemonDesk:
             broker_error=broker.detail if broker is not None else "",
             broker_denied=dict(broker.denied) if broker is not None else {},
             broker_denied_total=broker.denied_total if broker is not None else 0,
+            archive=self._archive_status(),
         )
 
     async def submit(self, command: Command, *, note: Note | None = None) -> Submitted:

@@ -15,13 +15,13 @@ from progressived.config.table import ConfigError
 from progressived.core.money import MoneyError, cents, display, dollars
 from progressived.core.params import TableParams
 from progressived.daemon.port import (
+    CommandRefused,
     DeskPort,
     DeskStatus,
     LinkStatus,
     Note,
     ParameterPlan,
     RefusalCode,
-    Refused,
 )
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.engine.state import LINK_REFUSED, Phase
@@ -74,6 +74,8 @@ class OperatorDesk:
         }
         if s.link is not None:  # a table that joined a link; a single table has no key
             out["link"] = link_status(s.link)
+        if s.archive is not None:  # a table with an [archive] section
+            out["archive"] = dict(s.archive)
         return out
 
     @staticmethod
@@ -125,13 +127,13 @@ class OperatorDesk:
                 note=Note(f"operator_{action}", who, operator),
             )
             # Refused otherwise (already closed so, say): the answer shows the closures.
-            if isinstance(done, Refused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
+            if isinstance(done, CommandRefused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
                 return {"ok": False, "error": LEDGER_UNAVAILABLE}
             if not closing:  # the configuration fixed: the link refusal's closure ends too
                 for reason in sorted(self.port.status().state.closed):
                     if reason.startswith(LINK_REFUSED):
                         reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
-                        if isinstance(done := await self.port.submit(reopen), Refused):
+                        if isinstance(done := await self.port.submit(reopen), CommandRefused):
                             return {"ok": False, "error": done.reason}
             return {"ok": True, "closed": sorted(self.port.status().state.closed)}
         if action == "reload":
@@ -161,7 +163,7 @@ class OperatorDesk:
                     actor=operator,
                     at=now,
                 )
-            if isinstance(done := await self.port.submit(command), Refused):
+            if isinstance(done := await self.port.submit(command), CommandRefused):
                 return {"ok": False, "error": done.reason}
             return {"ok": True, "status": self.status()}
         return {"ok": False, "error": f"unknown action {action!r}"}

@@ -52,14 +52,14 @@ class Committed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Refused:
+class CommandRefused:
     """A command not taken: ``code`` to match on, ``reason`` in words for a person."""
 
     code: RefusalCode
     reason: str
 
 
-Submitted = Committed | Refused
+Submitted = Committed | CommandRefused
 """What :meth:`Journal.submit` returns (and the operator desk's port passes on)."""
 
 
@@ -132,6 +132,7 @@ class DeskStatus:
     broker_error: str = ""
     broker_denied: Mapping[str, str] = field(default_factory=dict)
     broker_denied_total: int = 0
+    archive: Mapping[str, Any] | None = None  # the archive's view (docs/archive.md)
 
 
 @dataclass(frozen=True, slots=True)

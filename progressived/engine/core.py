@@ -31,7 +31,7 @@ from progressived.engine.commands import (
     TransferMeter,
     Void,
 )
-from progressived.engine.decision import Accepted, Decision, Rejected
+from progressived.engine.decision import Accepted, Decision, RejectCode, Rejected
 from progressived.engine.events import Event
 from progressived.engine.evolve import evolve
 from progressived.engine.meter_port import MeterAnswered, MeterPort, MeterRequested
@@ -98,7 +98,7 @@ def _answered(state: TableState, command: MeterAnswered) -> Decision:
             return Rejected(
                 f"the meter answered {event.kind} at seat {event.seat}, which the round "
                 "did not ask for",
-                "unexpected-answer",
+                RejectCode.UNEXPECTED_ANSWER,
                 state,
             )
         after = folded
@@ -136,7 +136,7 @@ def decide(
             )
         case MeterAnswered():
             return _answered(state, command)
-    return Rejected(f"unknown command {command!r}", "unknown-command", state)
+    return Rejected(f"unknown command {command!r}", RejectCode.UNKNOWN_COMMAND, state)
 
 
 def _round(
@@ -158,7 +158,7 @@ def _view(state: TableState) -> meterbook.RoundView:
     )
 
 
-def _outcome(state: TableState, result: tuple[str, str] | Event) -> Decision:
+def _outcome(state: TableState, result: tuple[str, RejectCode] | Event) -> Decision:
     if isinstance(result, tuple):
         reason, code = result
         return Rejected(reason, code, state)

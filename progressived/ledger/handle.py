@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from progressived.core.params import TableParams
 from progressived.engine.state import TableState
-from progressived.ledger import chain
+from progressived.ledger import chain, link_outbox
+from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxDepth
 from progressived.ledger.recovery import Recovery
 from progressived.ledger.rows import AppendResult, OutboxRow
 from progressived.storage.sqlite import SqliteStore, translate
+
+_T = TypeVar("_T")
 
 
 class LedgerHandle:
@@ -91,12 +94,28 @@ class LedgerHandle:
             OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r)) for i, s, t, p, q, r in rows
         ]
 
-    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query on the writer's connection (the link outbox)."""
+    def link_outbox(self, after_seq: int = 0) -> list[LinkMessageRow]:
+        """The link outbox's messages after ``after_seq``, in sequence order."""
+        return self._query(link_outbox.pending, after_seq)
+
+    def link_message(self, seq: int) -> LinkMessageRow | None:
+        """The link outbox's message of sequence ``seq``, if it still waits for its result."""
+        return self._query(link_outbox.message, seq)
+
+    def link_outbox_depth(self) -> LinkOutboxDepth:
+        """How many messages wait for the link, and the oldest one's payload."""
+        return self._query(link_outbox.depth)
+
+    def link_sent_since(self, round_no: int) -> list[dict[str, Any]]:
+        """The ``link_sent`` rows' data from round ``round_no`` on (and the last one)."""
+        return self._query(link_outbox.sent_since, round_no)
+
+    def _query(self, read: Callable[..., _T], *args: Any) -> _T:
+        """A read on the writer's connection, under the writer's mutex."""
         with self._mutex:
             self._check_open()
             try:
-                return list(self._conn.execute(sql, args).fetchall())
+                return read(self._conn, *args)
             except sqlite3.Error as exc:
                 raise translate(exc, self._path) from None
 

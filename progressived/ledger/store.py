@@ -32,7 +32,8 @@ from progressived.ledger.errors import (
     LedgerUnavailable,
 )
 from progressived.ledger.handle import LedgerHandle
-from progressived.ledger.plan import SNAPSHOT_EVERY, Head
+from progressived.ledger.link_outbox import LinkOutboxChange, statement
+from progressived.ledger.plan import SNAPSHOT_EVERY, CommittedHead
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.recovery import Recovery, recover
 from progressived.ledger.rows import (
@@ -45,7 +46,6 @@ from progressived.ledger.rows import (
     OutboxRow,
 )
 from progressived.ledger.rows import Record as _Record
-from progressived.storage.port import Statement
 from progressived.storage.sqlite import translate
 
 __all__ = [  # re-exported: the names callers imported from here before the split
@@ -217,11 +217,11 @@ class Ledger(LedgerHandle):
         return self._write(batches)
 
     def transact(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         """Appends and records, in this order, in one transaction (one fsync, all or none);
-        ``extra`` statements (the link outbox's rows) commit or roll back with them."""
-        return self._write(items, extra)
+        the ``link`` outbox's changes commit or roll back with them."""
+        return self._write(items, link)
 
     def record(
         self,
@@ -288,7 +288,7 @@ class Ledger(LedgerHandle):
     # ------------------------------------------------------------------ internals
 
     def _write(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         with self._mutex:
             if self._stale:
@@ -298,17 +298,17 @@ class Ledger(LedgerHandle):
                 self._recover()
                 self._stale = False
             try:
-                return self._write_locked(items, extra)
+                return self._write_locked(items, link)
             except LedgerUnavailable:
                 self._stale = True
                 raise
 
     def _write_locked(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         """Plan the rows (pure; refuses bad input), commit them, then move the head."""
         self._check_open()
-        head = Head(
+        head = CommittedHead(
             self._head_seq, self._head_hash, self._balances, self._state, self._since_snapshot
         )
         first = self._store.known_keys(item.idempotency_key for item in items)
@@ -317,11 +317,11 @@ class Ledger(LedgerHandle):
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
             )
-        except plan.Refused as exc:
+        except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
         if rows.empty:
             return rows.results
-        commit(self._store, rows, extra)
+        commit(self._store, rows, [statement(change) for change in link])
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)

@@ -23,6 +23,7 @@ must stay small (docs/performance.md), uses it too.
 from __future__ import annotations
 
 import asyncio
+import enum
 import re
 import select
 import socket
@@ -274,6 +275,34 @@ def login_refused(exc: BaseException) -> bool:
 
 def protocol_unsupported(exc: BaseException) -> bool:
     return isinstance(exc, MqttConnectError) and _code(exc) in UNSUPPORTED_PROTOCOL_CODES
+
+
+class Ending(enum.Enum):
+    """Why an attempt failed or a connection ended, as a type a client decides on (the
+    words for people are :func:`describe`'s)."""
+
+    CLOSED = "closed"  # the broker closed the connection
+    KEEPALIVE = "keepalive"  # the broker did not answer the keepalive ping in time
+    LOGIN_REFUSED = "login refused"  # wrong user name or password, or anonymous refused
+    SUBSCRIPTION_REFUSED = "subscription refused"  # a SUBACK failure (not authorised to read)
+    FAILED = "failed"  # anything else: unreachable, refused connection, socket or TLS error
+
+
+def ending(exc: BaseException) -> Ending:
+    """The :class:`Ending` of a failed attempt or a lost connection (see :func:`describe`)."""
+    if login_refused(exc):
+        return Ending.LOGIN_REFUSED
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, aiomqtt.MqttCodeError) and isinstance(seen.rc, ReasonCode):
+            name = seen.rc.getName()
+            if name == "Keep alive timeout":
+                return Ending.KEEPALIVE
+            if name == "Unspecified error" and not isinstance(seen, MqttConnectError):
+                return Ending.CLOSED
+            return Ending.FAILED
+        seen = seen.__cause__
+    return Ending.FAILED
 
 
 def describe(exc: BaseException) -> str:

@@ -48,9 +48,9 @@ from progressived.link.core.models import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
     Heartbeat,
     Hit,
+    LedgerHead,
     LinkedMeter,
     LinkMessage,
     MeterWagers,
@@ -62,8 +62,8 @@ from progressived.link.core.models import (
 __all__ = [
     "AWARD_STATES", "HASH_PATTERN", "ID_PATTERN", "LINK_TYPES", "MAX_COUNT", "MAX_ITEMS",
     "MAX_PAYLOAD", "MAX_REASON", "MAX_SEQ", "MAX_UNITS", "STATUSES", "TABLE_TYPES", "Award",
-    "AwardUpdate", "Claim", "ClaimConfirm", "ClaimReject", "Contribution", "Head", "Heartbeat",
-    "Hit", "LinkMessage", "LinkedMeter", "MessageError", "MeterWagers", "Result", "Reversal",
+    "AwardUpdate", "Claim", "ClaimConfirm", "ClaimReject", "Contribution", "Heartbeat", "Hit",
+    "LedgerHead", "LinkMessage", "LinkedMeter", "MessageError", "MeterWagers", "Result", "Reversal",
     "TableMessage", "build", "decode_link", "decode_table", "encode", "from_table_topic",
     "meter_topic", "table_of_topic", "to_dict", "to_table_topic",
 ]  # fmt: skip
