@@ -3,8 +3,9 @@
 ``lint-imports`` checks the layers (a module imports only from layers below its own,
 siblings marked independent never import each other, indirect chains included, so a
 package cycle breaks them), the pure folders (no I/O, clock or randomness, even through a
-helper), that no import cycle exists (type-only imports included) and that ``progressived``
-never imports a driver. .ci/test runs it on the tree; these
+helper), that no import cycle exists (type-only imports included), the ledger's pure plan,
+the operator desk's one way into the daemon (its port) and that ``progressived`` never
+imports a driver. .ci/test runs it on the tree; these
 tests run it on a copy with one import added, to show that each kind of break is caught and
 named with its chain.
 """
@@ -94,6 +95,20 @@ def test_progressived_importing_a_driver_is_refused(tmp_path: Path) -> None:
     _append(root / "progressived" / "daemon" / "health.py", "import progressived_drivers.base")
     done = _lint(root, "drivers-outside")
     assert done.returncode == 1, done.stdout
+
+
+def test_the_plan_doing_io_or_the_desk_reaching_past_its_port_is_refused(tmp_path: Path) -> None:
+    """The ledger's plan stays pure (``ledger-plan``) and the operator desk talks to the
+    daemon through its port alone (``desk-port``): one run, both contracts broken."""
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "ledger" / "plan.py", "import os")
+    _append(root / "progressived" / "daemon" / "operator.py", "import progressived.daemon.journal")
+    done = _lint(root, "ledger-plan", "desk-port")
+    assert done.returncode == 1, done.stdout
+    said = " ".join(done.stdout.split())  # lint-imports wraps its lines at the terminal's width
+    assert "progressived.ledger.plan is not allowed to import os" in said
+    assert "progressived.daemon.operator is not allowed to import progressived.daemon.journal" in said
+    assert "2 broken" in said
 
 
 def test_the_folders_table_of_architecture_md_is_the_layers_contract() -> None:

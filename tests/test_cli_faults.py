@@ -400,6 +400,7 @@ def on_a_terminal(*cmd: str) -> tuple[int, str, str]:
     """Run with standard error on a pseudo-terminal; returns (status, stdout, terminal)."""
     import fcntl
     import pty
+    import select
     import struct
     import termios
 
@@ -408,7 +409,15 @@ def on_a_terminal(*cmd: str) -> tuple[int, str, str]:
     proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=slave, text=True)
     os.close(slave)
     seen = b""
+    deadline = time.monotonic() + 60
     while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"{cmd} kept its terminal open for 60 s: {seen[-500:]!r}")
+        if not select.select([master], [], [], left)[0]:
+            continue
         try:
             chunk = os.read(master, 65536)
         except OSError:  # EIO: the process closed the terminal

@@ -233,7 +233,8 @@ def render_answer(action: str, answer: dict[str, Any]) -> str:
         if not changes:
             return "no progressive parameter differs from the running ones: nothing changed"
         return "parameters changed (journaled):\n" + "\n".join(
-            f"  {key}: {change['old']} -> {change['new']}" for key, change in changes.items()
+            f"  {key}: {change['old']} -> {'(removed)' if change.get('removed') else change['new']}"
+            for key, change in changes.items()
         )
     lines = ["done (journaled)"]
     if "status" in answer:

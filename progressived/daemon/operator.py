@@ -27,7 +27,7 @@ from progressived.daemon.port import (
 )
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.engine.state import LINK_REFUSED, Phase
-from progressived.ledger import parameters
+from progressived.ledger import conversion, parameters
 from progressived.mqtt.payloads import meter_state
 from progressived.runtime.control import Peer
 
@@ -237,10 +237,12 @@ class OperatorDesk:
     ) -> dict[str, Any]:
         """Re-read the configuration file and apply new progressive parameters.
 
-        CommandRefused while a round is open or an award awaits the supervisor, without a second
-        person's approval, or when the new file is invalid, names another table, changes the
-        set of meters, or sets a limit below a meter's current amount. Journaled with the
-        old and new values. Board, MQTT and ledger settings take effect at the next start.
+        Refused while a round is open or an award awaits the supervisor, without a second
+        person's approval, or when the new file is invalid, names another table, links or
+        drops a local meter that holds money (:mod:`progressived.ledger.conversion`), changes
+        the set of meters or a meter's link, or sets a limit below a meter's current amount.
+        Journaled with the old and new values. Board, MQTT and ledger settings take effect
+        at the next start.
         """
         if not approver or approver == operator:
             return {"ok": False, "error": "a second person must approve (two-person control)"}
@@ -298,6 +300,10 @@ def plan_reload(
     old, params = current.params, new.params
     if params.table_id != old.table_id:
         return "the table id cannot change"
+    # A local meter with money that the new file links or drops: said now, in the words a
+    # restart would meet (it refuses to start on them), not "restart the daemon".
+    if found := conversion.held(state, parameters.describe(old), params):
+        return conversion.refusal(found)
     if params.meter_ids != old.meter_ids:
         return "the set of meters cannot change while running"
     if params.link_meter_ids() != old.link_meter_ids() or params.link_id != old.link_id:

@@ -24,7 +24,7 @@ from progressived.core.params import TableParams
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import opening, parameters, plan
+from progressived.ledger import conversion, opening, parameters, plan
 from progressived.ledger.commit import commit
 from progressived.ledger.errors import (
     LedgerError,
@@ -93,8 +93,10 @@ class Ledger(LedgerHandle):
         (tests, simulations) a new file gets the schema, a ``ledger_created`` row and the
         ``MeterOpened`` events of :func:`initial_state`; a meter added to ``params`` since
         is opened the same way. Raises :class:`LedgerMismatch` for another table's ledger,
-        a newer schema or a file that is not a ledger, :class:`LedgerUnavailable` when it
-        cannot be written.
+        a newer schema or a file that is not a ledger, its subclass
+        :class:`~progressived.ledger.conversion.ConversionRefused` when ``params`` make
+        linked, or drop, a local meter that holds money in it, :class:`LedgerUnavailable`
+        when it cannot be written.
         """
         return cls._open(
             Path(path), params, at, software, snapshot_every, "any" if create else "existing", {}
@@ -167,6 +169,9 @@ class Ledger(LedgerHandle):
                 ]
             )
         else:
+            # Before any row of this start: a configuration that would abandon a local
+            # meter's money is refused with nothing journaled (ConversionRefused, exit 4).
+            conversion.check(self._conn, self._path, self._state, self._params)
             self._record_parameter_changes(at)
             self._open_new_meters(at)
 
