@@ -35,7 +35,7 @@ from progressived.link.core import book
 from progressived.link.core.messages import LinkedMeter, encode, to_table_topic
 from progressived.link.core.ports import LinkJournal
 from progressived.link.core.state import BookState
-from progressived.link.runtime import standby, views
+from progressived.link.runtime import spans, standby, views
 from progressived.link.runtime.config import LinkConfig
 from progressived.link.runtime.leadership import Leadership
 from progressived.link.runtime.metrics import LinkMetrics
@@ -121,7 +121,11 @@ class LinkController:
         j = self.ledger
         if self.ledger_file:  # nothing applied into a file nobody will see; tables resend
             return lb.Outcome(state=j.book)
-        outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix)
+        marks = spans.BatchMarks()
+        decoded = lb.decode_all(items)
+        marks.decode_done()
+        outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix, decoded)
+        marks.book_done()
         if not self.leadership.holds():  # the term passed unrenewed (a pause, a cut)
             self.lose(f"the lease's term ({self.leadership.lease_s} s) passed unrenewed")
             return lb.Outcome(state=j.book)
@@ -140,6 +144,7 @@ class LinkController:
                 self.ledger_error = str(exc)
                 await asyncio.sleep(self.config.ledger.retry_s)
                 return lb.Outcome(state=j.book)
+            marks.commit_done()
             self.leadership.extended(term_start)
             if self.ledger_error is not None:
                 log.info("link ledger writable again")
@@ -162,6 +167,7 @@ class LinkController:
         self._note_refusals(outcome)
         self.mqtt.send(self.refusals.answers(outcome.replies))
         self.mqtt.send(self._changed_meters(), everywhere=True)
+        spans.log_batch(items, outcome, marks)
         return outcome
 
     def lose(self, why: str) -> None:
