@@ -17,7 +17,12 @@ must stay small (docs/performance.md), uses it too.
   iterator costs a task and a turn of the event loop per message, and paho reads one
   packet per turn while nothing is outgoing: a busy loop then read a few messages a
   second while a flooding account filled the broker's queue for it, and the broker dropped
-  the other tables' messages with the flood's.
+  the other tables' messages with the flood's. An intake client also sends the packets
+  queued since its last write in one ``send`` (paho sends each alone: one system call, and
+  with TCP_NODELAY one TCP segment, per PUBACK and per reply), and asks the broker (MQTT 5
+  Receive Maximum, :data:`INTAKE_RECEIVE_MAX`) for more than Mosquitto's default 20
+  unacknowledged messages at once, so a batch is not cut at 20 messages per round trip
+  (docs/performance.md, "The link").
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import select
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -37,6 +42,7 @@ import aiomqtt
 import paho.mqtt.client as paho
 from aiomqtt.exceptions import MqttConnectError
 from paho.mqtt.enums import MQTTErrorCode
+from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
@@ -54,6 +60,10 @@ REFUSED = 0x80  # an acknowledgement's reason code from here up: the packet was 
 PENDING_CALLS_WARN = 100_000  # publishes awaiting PUBACK before aiomqtt logs a warning
 READ_BURST_S = 0.005  # with an intake, read on while the socket has more, this long
 Intake = Callable[[str, bytes], None]  # (topic, payload): files a message, never waits
+# QoS 1 messages the broker may send an intake client before its PUBACKs (MQTT 5 Receive
+# Maximum; Mosquitto's default is 20): the link reads and acknowledges at once, its inbox
+# lanes bound what it keeps
+INTAKE_RECEIVE_MAX = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +158,25 @@ class SessionClient(aiomqtt.Client):
         self._intake = intake
         if intake is not None:
             self._client.loop_read = self._read_burst  # type: ignore[method-assign]
+            self._client._packet_write = self._joined_write  # type: ignore[method-assign]
+
+    def _joined_write(self) -> MQTTErrorCode:
+        """paho's ``_packet_write`` with the packets queued since the last write sent in one
+        ``send``: those that need nothing done once written (not a QoS 0 PUBLISH, whose
+        callback paho runs then, nor a DISCONNECT), from the front of the queue, in order.
+        paho keeps a partly written packet at the front and goes on with it when the socket
+        is writable again, as it does with any packet."""
+        queue: Any = self._client._out_packet
+        if len(queue) > 1 and _joinable(queue[0]):
+            parts: list[bytes] = []
+            while queue and _joinable(queue[0]):
+                packet = queue.popleft()
+                parts.append(bytes(packet["packet"][packet["pos"] :]))
+            data = b"".join(parts)
+            joined = {"command": PUBACK_COMMAND, "mid": 0, "qos": 1, "pos": 0,
+                      "to_process": len(data), "packet": data, "info": None}  # fmt: skip
+            queue.appendleft(joined)
+        return paho.Client._packet_write(self._client)
 
     def _read_burst(self, max_packets: int = 1) -> MQTTErrorCode:
         """paho's ``loop_read`` while the socket has more, for :data:`READ_BURST_S` at
@@ -205,6 +234,45 @@ class SessionClient(aiomqtt.Client):
                 raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
         return self._refusals.pop(info.mid, None)
 
+    async def publish_all(
+        self, messages: Sequence[tuple[str, bytes, bool]], *, timeout: float | None = None
+    ) -> list[ReasonCode | None]:
+        """Publish each ``(topic, payload, retain)`` at QoS 1, in order, and wait once for
+        all their PUBACKs: each one's refused reason code, or None when accepted.
+
+        Why beside :meth:`publish_acked`: a batch of the link's answers awaited one by one
+        cost an event, a task and aiomqtt's count of every pending call per message (that
+        count alone grows with the batch). Raises :class:`aiomqtt.MqttError` when the
+        connection fails meanwhile or the PUBACKs are not all back within ``timeout``.
+        """
+        infos: list[paho.MQTTMessageInfo] = []
+        try:
+            for topic, payload, retain in messages:
+                info = self._client.publish(topic, payload, 1, retain)
+                if info.rc != paho.MQTT_ERR_SUCCESS:
+                    raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+                infos.append(info)
+            waiting = [info for info in infos if not info.is_published()]
+            if waiting:
+                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                acks = _Acks(len(waiting), done)
+                for info in waiting:
+                    self._pending_publishes[info.mid] = acks  # type: ignore[assignment]
+                try:
+                    async with asyncio.timeout(self.timeout if timeout is None else timeout):
+                        await done
+                except TimeoutError:
+                    raise aiomqtt.MqttError("Operation timed out") from None
+                finally:
+                    for info in waiting:
+                        self._pending_publishes.pop(info.mid, None)
+            if not all(info.is_published() for info in infos):  # woken by the lost connection
+                raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
+            return [self._refusals.pop(info.mid, None) for info in infos]
+        finally:
+            for info in infos:  # after a failure: no refusal left behind for a reused id
+                self._refusals.pop(info.mid, None)
+
     async def __aenter__(self) -> Self:
         await super().__aenter__()
         self._disconnected.add_done_callback(self._release_pending)
@@ -215,6 +283,30 @@ class SessionClient(aiomqtt.Client):
         now (aiomqtt would let each wait for its whole timeout)."""
         for event in list(self._pending_publishes.values()):
             event.set()
+
+
+PUBACK_COMMAND = 0x40  # the joined packets' command: one paho does nothing for once written
+
+
+def _joinable(packet: Any) -> bool:
+    kind = packet["command"] & 0xF0
+    return not ((kind == paho.PUBLISH and packet["qos"] == 0) or kind == paho.DISCONNECT)
+
+
+class _Acks:
+    """What :meth:`SessionClient.publish_all` files under each message id it waits for:
+    aiomqtt ``set()``s it at the message's PUBACK (or when the connection is lost), and the
+    last one wakes the batch's one waiter."""
+
+    __slots__ = ("done", "left")
+
+    def __init__(self, left: int, done: asyncio.Future[None]) -> None:
+        self.left, self.done = left, done
+
+    def set(self) -> None:
+        self.left -= 1
+        if self.left <= 0 and not self.done.done():
+            self.done.set_result(None)
 
 
 def _readable(sock: Any) -> bool:
@@ -249,6 +341,7 @@ def new_client(
         max_queued_incoming_messages=options.max_queued_incoming,
         socket_options=NO_DELAY,
         intake=intake,
+        properties=_intake_properties() if intake is not None and v5 else None,
     )
     if options.max_inflight is not None:
         # aiomqtt warns once per publish beyond 10 awaiting their PUBACK (queued ones
@@ -257,6 +350,12 @@ def new_client(
         # window is max_inflight. A table keeps the warning: a backlog there is news.
         client.pending_calls_threshold = PENDING_CALLS_WARN
     return client
+
+
+def _intake_properties() -> Properties:
+    properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+    properties.ReceiveMaximum = INTAKE_RECEIVE_MAX
+    return properties
 
 
 def _code(exc: BaseException) -> int | None:
