@@ -8,7 +8,7 @@ schema under the same pragmas, in one transaction: the journal rows, their posti
 idempotency keys, the balances they move and the recorded head — what the ledger writes,
 without computing it. Interleaved group by group so the
 machine's load drifts over both alike; the ratio is the ledger's own cost
-(docs/performance.md, "The link controller").
+(docs/performance.md, "The link").
 """
 
 from __future__ import annotations
