@@ -12,27 +12,18 @@ must stay small (docs/performance.md), uses it too.
   with Mosquitto's ``use_username_as_clientid`` no account can take another's session.
 * **TCP_NODELAY** on every socket (:data:`NO_DELAY`).
 * **An intake** (the link controller's): every received message handed at once, from the
-  client's own callback, to a function that files it without waiting, and packets read on
-  while the socket has more, for :data:`READ_BURST_S` each time it is readable. aiomqtt's message
-  iterator costs a task and a turn of the event loop per message, and paho reads one
-  packet per turn while nothing is outgoing: a busy loop then read a few messages a
-  second while a flooding account filled the broker's queue for it, and the broker dropped
-  the other tables' messages with the flood's. An intake client also sends the packets
-  queued since its last write in one ``send`` (paho sends each alone: one system call, and
-  with TCP_NODELAY one TCP segment, per PUBACK and per reply), and asks the broker (MQTT 5
-  Receive Maximum, :data:`INTAKE_RECEIVE_MAX`) for more than Mosquitto's default 20
-  unacknowledged messages at once, so a batch is not cut at 20 messages per round trip
-  (docs/performance.md, "The link").
+  client's own callback, to a function that files it without waiting (aiomqtt's message
+  iterator costs a task and a turn of the event loop per message), and the socket read in
+  bursts and chunks, written in joined packets, with a wide receive window
+  (:mod:`progressived.mqtt.intake` says why each).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import select
 import socket
 import ssl
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +32,10 @@ from typing import Any, Self
 import aiomqtt
 import paho.mqtt.client as paho
 from aiomqtt.exceptions import MqttConnectError
-from paho.mqtt.enums import MQTTErrorCode
-from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+
+from progressived.mqtt.intake import IntakeSocket, intake_properties
 
 # Every MQTT socket of the product turns Nagle's algorithm off: a reply or a meter published
 # while the previous packet is unacknowledged would otherwise wait for the peer's delayed
@@ -58,12 +49,7 @@ NOT_AUTHORISED_CODES = frozenset({4, 5, 134, 135})
 UNSUPPORTED_PROTOCOL_CODES = frozenset({1, 132})
 REFUSED = 0x80  # an acknowledgement's reason code from here up: the packet was not accepted
 PENDING_CALLS_WARN = 100_000  # publishes awaiting PUBACK before aiomqtt logs a warning
-READ_BURST_S = 0.005  # with an intake, read on while the socket has more, this long
 Intake = Callable[[str, bytes], None]  # (topic, payload): files a message, never waits
-# QoS 1 messages the broker may send an intake client before its PUBACKs (MQTT 5 Receive
-# Maximum; Mosquitto's default is 20): the link reads and acknowledges at once, its inbox
-# lanes bound what it keeps
-INTAKE_RECEIVE_MAX = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,39 +143,7 @@ class SessionClient(aiomqtt.Client):
         self._refusals: dict[int, ReasonCode] = {}
         self._intake = intake
         if intake is not None:
-            self._client.loop_read = self._read_burst  # type: ignore[method-assign]
-            self._client._packet_write = self._joined_write  # type: ignore[method-assign]
-
-    def _joined_write(self) -> MQTTErrorCode:
-        """paho's ``_packet_write`` with the packets queued since the last write sent in one
-        ``send``: those that need nothing done once written (not a QoS 0 PUBLISH, whose
-        callback paho runs then, nor a DISCONNECT), from the front of the queue, in order.
-        paho keeps a partly written packet at the front and goes on with it when the socket
-        is writable again, as it does with any packet."""
-        queue: Any = self._client._out_packet
-        if len(queue) > 1 and _joinable(queue[0]):
-            parts: list[bytes] = []
-            while queue and _joinable(queue[0]):
-                packet = queue.popleft()
-                parts.append(bytes(packet["packet"][packet["pos"] :]))
-            data = b"".join(parts)
-            joined = {"command": PUBACK_COMMAND, "mid": 0, "qos": 1, "pos": 0,
-                      "to_process": len(data), "packet": data, "info": None}  # fmt: skip
-            queue.appendleft(joined)
-        return paho.Client._packet_write(self._client)
-
-    def _read_burst(self, max_packets: int = 1) -> MQTTErrorCode:
-        """paho's ``loop_read`` while the socket has more, for :data:`READ_BURST_S` at
-        most (paho reads one packet a call, or as many as it has messages in flight)."""
-        client = self._client
-        deadline = time.monotonic() + READ_BURST_S
-        rc = paho.Client.loop_read(client, max_packets)
-        while rc == paho.MQTT_ERR_SUCCESS and time.monotonic() < deadline:
-            sock = client.socket()
-            if sock is None or not _readable(sock):
-                break
-            rc = paho.Client.loop_read(client, max_packets)
-        return rc
+            IntakeSocket(self._client).install()
 
     def _on_message(self, client: paho.Client, userdata: Any, message: paho.MQTTMessage) -> None:
         if self._intake is None:
@@ -285,14 +239,6 @@ class SessionClient(aiomqtt.Client):
             event.set()
 
 
-PUBACK_COMMAND = 0x40  # the joined packets' command: one paho does nothing for once written
-
-
-def _joinable(packet: Any) -> bool:
-    kind = packet["command"] & 0xF0
-    return not ((kind == paho.PUBLISH and packet["qos"] == 0) or kind == paho.DISCONNECT)
-
-
 class _Acks:
     """What :meth:`SessionClient.publish_all` files under each message id it waits for:
     aiomqtt ``set()``s it at the message's PUBACK (or when the connection is lost), and the
@@ -307,12 +253,6 @@ class _Acks:
         self.left -= 1
         if self.left <= 0 and not self.done.done():
             self.done.set_result(None)
-
-
-def _readable(sock: Any) -> bool:
-    if isinstance(sock, ssl.SSLSocket) and sock.pending() > 0:
-        return True
-    return bool(select.select([sock], [], [], 0)[0])
 
 
 def new_client(
@@ -341,7 +281,7 @@ def new_client(
         max_queued_incoming_messages=options.max_queued_incoming,
         socket_options=NO_DELAY,
         intake=intake,
-        properties=_intake_properties() if intake is not None and v5 else None,
+        properties=intake_properties() if intake is not None and v5 else None,
     )
     if options.max_inflight is not None:
         # aiomqtt warns once per publish beyond 10 awaiting their PUBACK (queued ones
@@ -350,12 +290,6 @@ def new_client(
         # window is max_inflight. A table keeps the warning: a backlog there is news.
         client.pending_calls_threshold = PENDING_CALLS_WARN
     return client
-
-
-def _intake_properties() -> Properties:
-    properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-    properties.ReceiveMaximum = INTAKE_RECEIVE_MAX
-    return properties
 
 
 def _code(exc: BaseException) -> int | None:
