@@ -8,7 +8,7 @@ schema under the same pragmas, in one transaction: the journal rows, their posti
 idempotency keys, the balances they move and the recorded head — what the ledger writes,
 without computing it. Interleaved group by group so the
 machine's load drifts over both alike; the ratio is the ledger's own cost
-(docs/performance.md, "The link controller").
+(docs/performance.md, "The link").
 """
 
 from __future__ import annotations
@@ -240,9 +240,16 @@ def _contribution(table: str, seq: int) -> Contribution:
     )
 
 
-if __name__ == "__main__":  # python -m bench.link_ledger [MESSAGES] [GROUP]: the PostgreSQL one
+if __name__ == "__main__":
+    # python -m bench.link_ledger [MESSAGES] [GROUP]: the PostgreSQL one;
+    # python -m bench.link_ledger --sqlite [MESSAGES] [GROUP]: the SQLite one (bench.run's)
     import json
     import sys
 
-    counts = [int(a) for a in sys.argv[1:3]] or [20_000, 200]
-    print(json.dumps(bench_link_ledger_postgres(*counts), indent=2))
+    sqlite = "--sqlite" in sys.argv
+    counts = [int(a) for a in sys.argv[1:] if a != "--sqlite"][:2] or [20_000, 200]
+    if sqlite:
+        with tempfile.TemporaryDirectory(prefix="bench-link-ledger-") as folder:
+            print(json.dumps(bench_link_ledger(Path(folder), *counts), indent=2))
+    else:
+        print(json.dumps(bench_link_ledger_postgres(*counts), indent=2))

@@ -8,6 +8,9 @@ answered at once, so the events are exactly one engine's. Meter commands (linked
 adjustments, transfers) go to the meter book. ``evolve`` folds one event into the state;
 ``decide`` builds its resulting state with ``evolve`` too, so a state is exactly the replay
 of its events.
+
+Micro-benchmark: ``python -m bench.engine_decide`` (``decide`` per linked contribution and
+per table-round command, CPU time; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations

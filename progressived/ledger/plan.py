@@ -8,6 +8,9 @@ no I/O, so the checks that refuse a call (unbalanced postings, a field that woul
 hash ambiguous, the engine's balances differing from the postings) run before SQLite is
 touched, and the writer (:mod:`progressived.ledger.store`, or the link's) hands the plan to a
 storage adapter (:mod:`progressived.storage.port`), which only inserts it.
+
+Micro-benchmark: ``python -m bench.ledger_plan`` (the plan per row against SHA-256 of the
+chained text; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ blocked nor able to make the checks see a half-written state):
 * the idempotency table and the head recorded in ``meta`` agree with the journal.
 
 Problems are reported in journal order, so the first one names the first bad row.
+
+Micro-benchmark: ``python -m bench.verify`` (against one hashing pass over every row, the
+floor; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations

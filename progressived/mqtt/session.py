@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiomqtt
+from paho.mqtt.reasoncodes import ReasonCode
 
 from progressived.mqtt.client import (
     REFUSED,
@@ -197,6 +198,27 @@ class MqttSession:
             retain=retain,
             timeout=timeout or self.options.publish_timeout_s,
         )
+        return self._accepted(topic, code)
+
+    async def publish_all(
+        self, messages: Sequence[tuple[str, bytes, bool]], *, timeout: float | None = None
+    ) -> list[bool]:
+        """Publish each ``(topic, payload, retain)`` at QoS 1 on the current connection, in
+        order, their PUBACKs awaited together; for each, False when the broker refused it.
+
+        Raises :class:`aiomqtt.MqttError` when not connected or when the connection fails
+        (or the PUBACKs are not all back within the timeout): then none counts as sent.
+        """
+        client = self._client
+        if client is None or not self.connected:
+            raise aiomqtt.MqttError("not connected to the broker")
+        codes = await client.publish_all(
+            messages, timeout=timeout or self.options.publish_timeout_s
+        )
+        return [self._accepted(m[0], code) for m, code in zip(messages, codes, strict=True)]
+
+    def _accepted(self, topic: str, code: ReasonCode | None) -> bool:
+        """A publish's PUBACK: counted and told to the observers when refused."""
         if code is not None and code.value >= REFUSED:
             reason = code.getName()
             reason = "not authorised" if reason == "Not authorized" else reason.lower()

@@ -12,11 +12,16 @@ listed (``Outcome.refusals``) but left out of the steps to journal, so junk cost
 ledger no row (docs/link.md, "Fair share"). Its answer, and a ``resend`` answer, is marked
 (``Publication.non_final_to``) so the controller can keep such answers within a budget per
 table.
+
+Micro-benchmark: ``python -m bench.link_budget --floors`` (one message decoded and booked
+alone); the whole batch under load: ``python -m bench.run --only floor,link``
+(docs/performance.md, "The link's message -> answer").
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from progressived.link.core import book
@@ -25,7 +30,10 @@ from progressived.link.core.messages import (
     AwardUpdate,
     LedgerHead,
     LinkedMeter,
+    MessageError,
     Result,
+    TableMessage,
+    decode_table,
     encode,
     meter_topic,
     to_table_topic,
@@ -79,15 +87,36 @@ def sender_of(prefix: str, link: str, topic: str) -> str:
     return topic[len(head) :] if topic.startswith(head) else topic.rsplit("/", 1)[-1]
 
 
-def run_batch(
-    params: lp.LinkParams, state: BookState, head: LedgerHead, batch: list[Incoming], prefix: str
-) -> Outcome:
-    """Every message of ``batch`` through the book, in order, on ``state``."""
-    out = Outcome(state=state)
+def decode_all(batch: Sequence[Incoming]) -> list[TableMessage | bytes]:
+    """Each payload of ``batch`` as its message, before the book sees any (the controller
+    times decoding apart from booking: docs/performance.md, "The link's message -> answer").
+    A payload the decoder refuses stays bytes: the book decodes it again and refuses it
+    with its code (junk pays twice; a valid message once)."""
+    out: list[TableMessage | bytes] = []
     for item in batch:
+        try:
+            out.append(decode_table(item.payload))
+        except MessageError:
+            out.append(item.payload)
+    return out
+
+
+def run_batch(
+    params: lp.LinkParams,
+    state: BookState,
+    head: LedgerHead,
+    batch: list[Incoming],
+    prefix: str,
+    decoded: Sequence[TableMessage | bytes] | None = None,
+) -> Outcome:
+    """Every message of ``batch`` through the book, in order, on ``state`` (``decoded``:
+    the batch's payloads as :func:`decode_all` gave them)."""
+    out = Outcome(state=state)
+    for index, item in enumerate(batch):
         table = sender_of(prefix, params.link_id, item.topic)
+        payload = item.payload if decoded is None else decoded[index]
         step = book.receive(
-            params, out.state, item.payload, topic_table=table, at_ms=item.at_ms, head=head
+            params, out.state, payload, topic_table=table, at_ms=item.at_ms, head=head
         )
         out.state = step.state
         _count(out, step)
@@ -161,6 +190,7 @@ __all__ = [
     "Incoming",
     "Outcome",
     "Publication",
+    "decode_all",
     "meter_messages",
     "meters",
     "run_batch",

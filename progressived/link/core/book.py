@@ -15,6 +15,10 @@
 The adapter must journal each :class:`~progressived.link.core.state.Applied` event and the new
 high-water mark in the same transaction as its postings, and send the replies only after
 that commit. No I/O, no clock: the receive time comes in with the message.
+
+Micro-benchmark: ``python -m bench.link_budget --floors`` (one contribution decoded, and
+booked, alone: the floors of the link's decode and book stages; docs/performance.md,
+"Micro-benchmarks").
 """
 
 from __future__ import annotations

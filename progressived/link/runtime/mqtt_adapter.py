@@ -209,19 +209,25 @@ class LinkMqtt:
             await asyncio.sleep(0)  # let it hand its messages to the client before the next
 
     async def _publish(self, sends: Sequence[tuple[MqttSession, Publication]]) -> None:
+        """A batch's messages, each connection's in order, their PUBACKs awaited together
+        per connection (one wait for the batch, not a task per message: the link answers
+        hundreds a batch)."""
+        per: dict[MqttSession, list[tuple[str, bytes, bool]]] = {}
+        for session, m in sends:
+            per.setdefault(session, []).append((m.topic, m.payload, m.retain))
         try:
             results = await asyncio.gather(
-                *(s.publish(m.topic, m.payload, retain=m.retain) for s, m in sends),
+                *(session.publish_all(batch) for session, batch in per.items()),
                 return_exceptions=True,
             )
         finally:
             self._inflight -= len(sends)
             self._room.set()
-        accepted = sum(r is True for r in results)
+        accepted = sum(sum(r) for r in results if isinstance(r, list))
         self.published += accepted
         self.dropped += len(sends) - accepted
         failed = [r for r in results if isinstance(r, aiomqtt.MqttError)]
-        if failed and not any(s.stopping for s, _ in sends):  # a clean stop says nothing
+        if failed and not any(s.stopping for s in per):  # a clean stop says nothing
             log.warning("publish failed (the tables will ask again)", error=str(failed[0]))
         for r in results:
             if isinstance(r, BaseException) and not isinstance(r, aiomqtt.MqttError):

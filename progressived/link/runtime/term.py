@@ -29,6 +29,7 @@ from progressived.link.core import book
 from progressived.link.core import params as lp
 from progressived.link.core.messages import LinkedMeter, encode, to_table_topic
 from progressived.link.core.ports import LinkJournal
+from progressived.link.runtime import spans
 from progressived.link.runtime.config import LinkConfig
 from progressived.link.runtime.lease import LeaseKeeper
 from progressived.link.runtime.ledger_thread import LedgerHealth, LedgerThread
@@ -98,7 +99,11 @@ class ActiveTerm:
         j = self.journal
         if self.health.file_problem:  # nothing applied into a file nobody will see; tables resend
             return lb.Outcome(state=j.book)
-        outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix)
+        marks = spans.BatchMarks()
+        decoded = lb.decode_all(items)
+        marks.decode_done()
+        outcome = lb.run_batch(self.params, j.book, j.head, items, self.prefix, decoded)
+        marks.book_done()
         if not self.leadership.holds():  # the term passed unrenewed (a pause, a cut)
             self.lease.lose(f"the lease's term ({self.leadership.lease_s} s) passed unrenewed")
             return lb.Outcome(state=j.book)
@@ -116,6 +121,7 @@ class ActiveTerm:
                     )
                 await asyncio.sleep(self.config.ledger.retry_s)
                 return lb.Outcome(state=j.book)
+            marks.commit_done()
             self.leadership.extended(term_start)
             if self.health.ok():
                 log.info("link ledger writable again")
@@ -133,6 +139,7 @@ class ActiveTerm:
         self._note_refusals(outcome)
         self.mqtt.send(self.refusals.answers(outcome.replies))
         self.mqtt.send(self.meters.changed(), everywhere=True)
+        spans.log_batch(items, outcome, marks)
         return outcome
 
     def _note_refusals(self, outcome: lb.Outcome) -> None:

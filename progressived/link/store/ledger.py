@@ -21,6 +21,10 @@ finds the new primary) and, if the store moved on, rebuilds the book from it. Th
 either is in the rebuilt book (its messages are then repeats, answered from the stored
 results) or is not (they are applied anew): the controller answers nothing in between, so
 "replies only after commit" holds across a failover.
+
+Micro-benchmark: ``python -m bench.link_ledger [--sqlite]`` (:meth:`LinkLedger.commit` in
+PostgreSQL, or SQLite, against bare inserts of the rows it wrote; docs/performance.md,
+"Micro-benchmarks").
 """
 
 from __future__ import annotations
