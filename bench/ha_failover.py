@@ -54,7 +54,7 @@ def _rows(store: PostgresStore, seq: int) -> plan.Plan:
         )
     ]
     last, digest = store.last()
-    head = plan.Head(last, digest, store.balances())
+    head = plan.CommittedHead(last, digest, store.balances())
     return plan.plan(records, head, {}, table_id="link-a", snapshot_every=2**62)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from bench.ledger_plan import AT, linked_batches
 from bench.throughput import _bare_copy
 from progressived.ledger import Ledger
-from progressived.ledger.plan import Head, Plan, plan
+from progressived.ledger.plan import CommittedHead, Plan, plan
 
 
 def measure(tmp: Path, wagers: int = 20_000, group: int = 1000) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def measure(tmp: Path, wagers: int = 20_000, group: int = 1000) -> dict[str, Any
     commit_s = bare_s = 0.0
     with Ledger.open(db, params, at=AT, software="bench") as ledger:
         store = ledger._store  # the adapter the ledger commits through
-        head = Head(ledger.head_seq, ledger.head_hash, ledger.balances, ledger.state)
+        head = CommittedHead(ledger.head_seq, ledger.head_hash, ledger.balances, ledger.state)
         plans: list[Plan] = []
         for start in range(0, wagers, group):
             plans.append(plan(batches[start : start + group], head, {}, table_id=params.table_id))

@@ -25,12 +25,12 @@ from bench.throughput import linked_params
 from progressived.core.params import TableParams
 from progressived.engine import LinkedWagers, decide, initial_state
 from progressived.ledger import Batch
-from progressived.ledger.plan import Head, plan
+from progressived.ledger.plan import CommittedHead, plan
 
 AT = "2026-11-28T23:00:00.000000Z"
 
 
-def linked_batches(wagers: int) -> tuple[TableParams, Head, list[Batch]]:
+def linked_batches(wagers: int) -> tuple[TableParams, CommittedHead, list[Batch]]:
     """``wagers`` linked contributions decided by the engine, one batch each (as
     bench.throughput), and the head of a new ledger they follow."""
     params = linked_params()
@@ -47,7 +47,7 @@ def linked_batches(wagers: int) -> tuple[TableParams, Head, list[Batch]]:
             raise RuntimeError(decision.reason)
         state = decision.state
         batches.append(Batch(decision.events, state, AT, "link", cid))
-    head = Head(seq=1, balances=dict(opened.state.balances), state=opened.state)
+    head = CommittedHead(seq=1, balances=dict(opened.state.balances), state=opened.state)
     return params, head, batches
 
 

@@ -10,6 +10,10 @@
   that table's hit. p50/p99/max over ``claims`` claims (each then confirmed).
 * **RSS** — the link controller's resident memory (``/proc/PID/status`` VmRSS), sampled every
   0.25 s over both phases; the maximum is reported.
+* **message -> answer budget** — each answered message of the throughput window, stage by
+  stage (receive, decode, book, commit, queue, answer), from the controller's ``link batch``
+  spans (it runs at log level debug) and the tables' send and answer times, each stage
+  beside its floor (bench/link_budget.py).
 
 The link controller runs as its own process (``progressived link --config``), after
 ``progressived init`` made its ledger, exactly as an operator starts it.
@@ -32,14 +36,15 @@ from typing import Any
 
 import aiomqtt
 
+from bench.link_budget import Answer, budget, micro_floors
 from bench.measure import summary_ms
 from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     Contribution,
-    Head,
     Heartbeat,
+    LedgerHead,
     MeterWagers,
     Result,
     TableMessage,
@@ -70,7 +75,8 @@ def write_link_config(tmp: Path, port: int, tables: list[str]) -> Path:
         "ledger": {"path": tmp / "link.db"},
         "metrics": {"port": 0},
         "control": {"socket": tmp / "link.sock"},
-        "log": {"format": "json", "level": "warning"},
+        # debug: the controller's ``link batch`` spans (one line per batch) for the budget
+        "log": {"format": "json", "level": "debug"},
     }
     text = render_toml(sections, "# bench/link.py")
     path.write_text(text.replace('"@TABLES@"', json.dumps(tables)))
@@ -98,6 +104,8 @@ class SimTable:
     acked: int = 0  # wagers whose contribution the link applied
     in_flight: dict[int, bytes] = field(default_factory=dict)
     results: dict[int, asyncio.Future[Result]] = field(default_factory=dict)
+    sent_at: dict[int, float] = field(default_factory=dict)  # seq -> first sent (wall clock)
+    answers: list[Answer] = field(default_factory=list)  # (sent, answered, lseq): the budget
 
     def envelope(self) -> dict[str, Any]:
         self.seq += 1
@@ -106,7 +114,7 @@ class SimTable:
             "table": self.id,
             "seq": self.seq,
             "id": f"{self.id}:{self.seq}",
-            "head": Head(self.seq, digest),
+            "head": LedgerHead(self.seq, digest),
             "at": "2026-11-23T00:00:00Z",
         }
 
@@ -115,6 +123,7 @@ class SimTable:
         self.in_flight[msg.seq] = payload
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self.results[msg.seq] = future
+        self.sent_at[msg.seq] = time.time()
         await self.client.publish(from_table_topic(PREFIX, LINK, self.id), payload, qos=1)
         return future
 
@@ -137,6 +146,9 @@ class SimTable:
                     await self.resend_from(reply.resend_from)
                     continue
                 self.in_flight.pop(reply.seq, None)
+                sent = self.sent_at.pop(reply.seq, None)
+                if sent is not None and reply.lseq:
+                    self.answers.append((sent, time.time(), reply.lseq))
                 future = self.results.pop(reply.seq, None)
                 if future is not None and not future.done():
                     future.set_result(reply)
@@ -239,8 +251,17 @@ async def _with_tables(
 
 
 async def bench_link(
-    tmp: Path, *, tables: int = 50, seconds: float = 60.0, claims: int = 200, signs: int = 5
+    tmp: Path,
+    *,
+    tables: int = 50,
+    seconds: float = 60.0,
+    claims: int = 200,
+    signs: int = 5,
+    floor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The section's figures; ``floor``: the same run's floor section, whose bare SQLite
+    commit and MQTT QoS 1 delivery are the floors of the budget's commit, receive and
+    answer stages."""
     ids = [f"t-{i:02d}" for i in range(tables)]
     with Mosquitto(extra_config=BROKER_CONFIG) as broker:
         config = write_link_config(tmp, broker.port, ids)
@@ -276,14 +297,17 @@ async def bench_link(
                     task = asyncio.create_task(watch_sign(client, seen[-1]))
                     stack.callback(task.cancel)
                 window = {"start": 0.0}
+                answers: list[Answer] = []
 
                 async def throughput(ts: list[SimTable]) -> dict[str, Any]:
                     await _pump(ts[:1], 2.0, 2, lambda: None)  # the link is up and answering
                     for t in ts:
                         t.acked = 0
+                        t.answers.clear()
                     await _pump(ts, seconds, 4, lambda: window.update(start=time.perf_counter()))
                     elapsed = time.perf_counter() - window["start"]
                     acked = sum(t.acked for t in ts)
+                    answers.extend(a for t in ts for a in t.answers)
                     return {
                         "tables": len(ts),
                         "seconds": round(elapsed, 2),
@@ -304,5 +328,12 @@ async def bench_link(
             proc.wait(timeout=20)
             log.close()
         result["link_rss_max_mib"] = round(max(rss, default=0) / 1024, 1)
+        # per stage, with the in-process floors; bench.run adds the floor section's
+        floors: dict[str, Any] = dict(micro_floors())
+        if floor is not None:
+            floors.update(commit=floor["sqlite_commit"], receive=floor["mqtt_qos1_round_trip"],
+                          answer=floor["mqtt_qos1_round_trip"])
+        text = (tmp / "link.log").read_text(errors="replace")
+        result["message_to_answer_budget"] = budget(text, answers, floors)
         result["signs"] = signs
         return result

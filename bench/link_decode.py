@@ -22,7 +22,7 @@ from typing import Any
 from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.link.core import messages as m
 
-HEAD = m.Head(seq=48_213, hash="9f" * 32)
+HEAD = m.LedgerHead(seq=48_213, hash="9f" * 32)
 AT = "2026-11-23T17:00:00.123Z"
 
 

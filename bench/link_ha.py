@@ -40,7 +40,7 @@ from progressived.link.core.messages import (
     Claim,
     ClaimConfirm,
     Contribution,
-    Head,
+    LedgerHead,
     MeterWagers,
     Result,
     TableMessage,
@@ -74,8 +74,8 @@ class LoadTable:
     client: aiomqtt.Client | None = None
     load: bool = True
 
-    def head(self) -> Head:
-        return Head(self.seq, hashlib.sha256(f"{self.id}:{self.seq}".encode()).hexdigest())
+    def head(self) -> LedgerHead:
+        return LedgerHead(self.seq, hashlib.sha256(f"{self.id}:{self.seq}".encode()).hexdigest())
 
     def envelope(self) -> dict[str, Any]:
         self.seq += 1

@@ -8,7 +8,7 @@ schema under the same pragmas, in one transaction: the journal rows, their posti
 idempotency keys, the balances they move and the recorded head — what the ledger writes,
 without computing it. Interleaved group by group so the
 machine's load drifts over both alike; the ratio is the ledger's own cost
-(docs/performance.md, "The link controller").
+(docs/performance.md, "The link").
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from bench.stress import utc_now
 from bench.throughput import _JOURNAL_COLUMNS, _bare_copy
 from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.link.core import book
-from progressived.link.core.messages import Contribution, Head, MeterWagers
+from progressived.link.core.messages import Contribution, LedgerHead, MeterWagers
 from progressived.link.runtime.config import load_link_config
 from progressived.link.store.ledger import LinkLedger
 
@@ -59,7 +59,7 @@ def bench_link_ledger(tmp: Path, messages: int, group: int) -> dict[str, Any]:
                     table=table,
                     seq=seq,
                     id=f"{table}:{seq}",
-                    head=Head(seq, f"{seq:064x}"),
+                    head=LedgerHead(seq, f"{seq:064x}"),
                     at="2026-11-23T00:00:00Z",
                     round=seq,
                     wagers=(book_wagers(),),
@@ -233,16 +233,23 @@ def _contribution(table: str, seq: int) -> Contribution:
         table=table,
         seq=seq,
         id=f"{table}:{seq}",
-        head=Head(seq, f"{seq:064x}"),
+        head=LedgerHead(seq, f"{seq:064x}"),
         at="2026-11-23T00:00:00Z",
         round=seq,
         wagers=(book_wagers(),),
     )
 
 
-if __name__ == "__main__":  # python -m bench.link_ledger [MESSAGES] [GROUP]: the PostgreSQL one
+if __name__ == "__main__":
+    # python -m bench.link_ledger [MESSAGES] [GROUP]: the PostgreSQL one;
+    # python -m bench.link_ledger --sqlite [MESSAGES] [GROUP]: the SQLite one (bench.run's)
     import json
     import sys
 
-    counts = [int(a) for a in sys.argv[1:3]] or [20_000, 200]
-    print(json.dumps(bench_link_ledger_postgres(*counts), indent=2))
+    sqlite = "--sqlite" in sys.argv
+    counts = [int(a) for a in sys.argv[1:] if a != "--sqlite"][:2] or [20_000, 200]
+    if sqlite:
+        with tempfile.TemporaryDirectory(prefix="bench-link-ledger-") as folder:
+            print(json.dumps(bench_link_ledger(Path(folder), *counts), indent=2))
+    else:
+        print(json.dumps(bench_link_ledger_postgres(*counts), indent=2))

@@ -30,7 +30,13 @@ from typing import Any
 
 import aiomqtt
 
-from progressived.link.core.messages import Contribution, Head, MeterWagers, Result, decode_link
+from progressived.link.core.messages import (
+    Contribution,
+    LedgerHead,
+    MeterWagers,
+    Result,
+    decode_link,
+)
 from progressived.link.core.messages import encode as encode_message
 from progressived.runtime.control import request
 from progressived.testing.broker import Mosquitto
@@ -79,7 +85,7 @@ def contribution(seq: int) -> bytes:
             table=TABLE,
             seq=seq,
             id=f"{TABLE}:{seq}",
-            head=Head(seq, digest),
+            head=LedgerHead(seq, digest),
             at="2026-11-27T20:00:00Z",
             round=seq,
             wagers=(MeterWagers("pmg", 1, DOLLAR),),

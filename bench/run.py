@@ -155,7 +155,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
             result["link"] = await bench_link(
                 section("link"), tables=counts.link_tables, seconds=counts.link_seconds,
-                claims=counts.link_claims,
+                claims=counts.link_claims, floor=result.get("floor"),
             )
             result["link"]["ledger"] = bench_link_ledger(
                 section("link-ledger"), messages=counts.wagers // 10, group=counts.group // 10

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from progressived.testing.broker import Mosquitto
+from tests import subsets
 from tests.budget import examples
 
 # Tests send SIGINT to the commands they start and expect Ctrl-C's one line and status 130.
@@ -88,6 +89,17 @@ def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     left = leftovers(before)
     if left:
         pytest.fail("processes left running by this test (killed):\n" + "\n".join(left))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    subsets.mark(items)  # `-m pure`: the tests that need pip alone (tests/subsets.py)
+
+
+@pytest.fixture(autouse=True)
+def pure_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``pure`` test that starts a process fails, naming it (tests/subsets.py)."""
+    if request.node.get_closest_marker("pure") is not None:
+        subsets.refuse_processes(monkeypatch, request.node.nodeid)
 
 
 # A test's id is in its node id, which pytest also puts in every child's environment

@@ -21,12 +21,14 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ import paho.mqtt.client as mqtt
 
 from progressived.link.core.messages import (
     Contribution,
+    Heartbeat,
     MeterWagers,
     Result,
     decode_link,
@@ -55,6 +58,11 @@ HEARTBEAT_S = 1.0
 MISSED_HEARTBEATS = 3  # a table's default: link-down after this many missed
 LINK_DOWN_S = HEARTBEAT_S * MISSED_HEARTBEATS
 VALID_EVERY = 10  # one valid contribution among this many messages while they last
+
+
+def stamp_s(at: str) -> float:
+    """A message's ``at`` (UTC, ISO 8601) in epoch seconds."""
+    return datetime.fromisoformat(at).timestamp()
 
 
 def contribution(seq: int, table: str) -> Contribution:
@@ -129,7 +137,9 @@ class GoodTable:
 
     port: int
     resend_s: float = 2.0  # a table's default (docs/configuration.md)
-    heartbeats: list[float] = field(default_factory=list)  # monotonic arrival times
+    # each heartbeat's ``at``, the link's own send time (epoch seconds): when the link sent
+    # it, not when a loaded machine let this reader see it
+    heartbeats: list[float] = field(default_factory=list)
     answers: list[Result] = field(default_factory=list)
     sends: int = 0  # contributions published, resends included
     waits: list[float] = field(default_factory=list)  # each contribution's, until answered
@@ -140,8 +150,8 @@ class GoodTable:
         async for message in self._client.messages:
             assert isinstance(message.payload, bytes)
             got = decode_link(message.payload)
-            if got.type == "heartbeat":
-                self.heartbeats.append(time.monotonic())
+            if isinstance(got, Heartbeat):
+                self.heartbeats.append(stamp_s(got.at))
             elif isinstance(got, Result):
                 self.answers.append(got)
 
@@ -164,10 +174,16 @@ class GoodTable:
                 self.waits.append(time.monotonic() - began)
                 return found
 
-    def longest_gap(self, since: float) -> float:
-        """The longest time without a heartbeat from ``since`` until now."""
-        times = [since, *(t for t in self.heartbeats if t > since), time.monotonic()]
+    def longest_gap(self, since: float, end: float) -> float:
+        """The longest time the link sent no heartbeat from ``since`` to ``end`` (epoch
+        seconds), judged by the link's own send times, up to its first heartbeat sent after
+        ``end`` (wait for it: :meth:`heard_after`)."""
+        after = min(t for t in self.heartbeats if t >= end)
+        times = [since, *sorted(t for t in self.heartbeats if since < t < end), after]
         return max(b - a for a, b in itertools.pairwise(times))
+
+    def heard_after(self, end: float) -> bool:
+        return any(t >= end for t in self.heartbeats)
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[GoodTable]:
@@ -189,10 +205,10 @@ class GoodTable:
 def flooding(
     port: int, valid: int, seconds: float, rate: float
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The flooder process: for ``seconds``, t1 publishes ``rate`` messages a second, with one
-    of ``valid`` fresh contributions (in sequence) every ``VALID_EVERY`` messages until they
-    run out; it prints ``connected``, then ``sent N``. Killed (SIGKILL) on the way out
-    whatever happens."""
+    """The flooder process: for ``seconds`` (or until a SIGTERM), t1 publishes ``rate``
+    messages a second, with one of ``valid`` fresh contributions (in sequence) every
+    ``VALID_EVERY`` messages until they run out; it prints ``connected``, then ``sent N``.
+    Killed (SIGKILL) on the way out whatever happens."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -226,12 +242,15 @@ def _flood(port: int, valid: int, seconds: float, rate: float) -> int:
     client.connect("127.0.0.1", port)
     client.loop_start()
     try:
+        connect_by = time.monotonic() + 30
         while not client.is_connected():
+            if time.monotonic() > connect_by:
+                sys.exit(f"t1: not connected to the broker on port {port} within 30 s")
             time.sleep(0.01)
         print("connected", flush=True)
         start = time.monotonic()
         sent, deadline = 0, start + seconds
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not STOP:
             ahead = sent / rate - (time.monotonic() - start)
             if ahead > 0:
                 time.sleep(ahead)
@@ -248,7 +267,11 @@ def _flood(port: int, valid: int, seconds: float, rate: float) -> int:
         client.loop_stop()
 
 
+STOP: list[int] = []  # a SIGTERM ends the flood early (its count is still printed)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda signum, frame: STOP.append(signum))
     parser = argparse.ArgumentParser(description=__doc__)
     for name in ("port", "valid"):
         parser.add_argument(name, type=int)

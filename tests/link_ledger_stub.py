@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from progressived.ledger import LedgerUnavailable
 from progressived.link.core import book
 from progressived.link.core import params as lp
-from progressived.link.core.messages import Head, to_dict
+from progressived.link.core.messages import LedgerHead, to_dict
 from progressived.link.core.state import Applied, BookState, Step
 
 GENESIS = "0" * 64
@@ -25,7 +25,7 @@ GENESIS = "0" * 64
 class MemoryJournal:
     params: lp.LinkParams
     book: BookState = field(init=False)
-    head: Head = field(default_factory=lambda: Head(0, GENESIS))
+    head: LedgerHead = field(default_factory=lambda: LedgerHead(0, GENESIS))
     rows: list[tuple[str, dict[str, object], int]] = field(default_factory=list)
     commits: int = 0
     fail: bool = False
@@ -69,7 +69,7 @@ class MemoryJournal:
         self.commits += 1
         if steps:
             self.book = steps[-1][0].state
-        self.head = Head(seq, digest)
+        self.head = LedgerHead(seq, digest)
 
     def close(self) -> None:
         self.closed = True

@@ -21,7 +21,7 @@ from progressived.link.core.messages import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
+    LedgerHead,
     MeterWagers,
     Result,
     Reversal,
@@ -51,7 +51,7 @@ class Site:
 
     def _make(self, cls: type[TableMessage], **fields: Any) -> TableMessage:
         self.seq += 1
-        head = Head(self.ledger.head_seq, self.ledger.head_hash)
+        head = LedgerHead(self.ledger.head_seq, self.ledger.head_hash)
         return cls(
             table=self.table,
             seq=self.seq,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from progressived.core.money import UNITS_PER_DOLLAR
+from progressived.core.params import Policy
 from progressived.link.core import book
 from progressived.link.core import params as lp
 from progressived.link.core.messages import (
@@ -20,7 +21,7 @@ from progressived.link.core.messages import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
+    LedgerHead,
     MeterWagers,
     Result,
     Reversal,
@@ -31,12 +32,12 @@ from progressived.link.core.state import BookState, Step
 METER = "pmg"
 WAGER = UNITS_PER_DOLLAR
 SEED = 1_000 * UNITS_PER_DOLLAR
-LINK_HEAD = Head(7, "c" * 64)
+LINK_HEAD = LedgerHead(7, "c" * 64)
 
 
 def link_params(
     tables: int = 3,
-    policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL,
+    policy: Policy = Policy.SEQUENTIAL,
     window_ms: int = 2_000,
     keep_results: int = 1024,
     limit: int | None = None,
@@ -59,8 +60,8 @@ def link_params(
     )
 
 
-def head_of(table: str, seq: int) -> Head:
-    return Head(seq, hashlib.sha256(f"{table}:{seq}".encode()).hexdigest())
+def head_of(table: str, seq: int) -> LedgerHead:
+    return LedgerHead(seq, hashlib.sha256(f"{table}:{seq}".encode()).hexdigest())
 
 
 @dataclass

@@ -50,7 +50,10 @@ def schema_for_topic(topic: str) -> str | None:
 
 
 def problems(topic: str, message: Any) -> list[str]:
-    """Why a published message does not match docs/mqtt.md (empty when it does)."""
+    """Why a published message does not match docs/mqtt.md (empty when it does); the
+    archive's topics (docs/archive.md) are read by the archive's own decoder."""
+    if topic.startswith("progressive/archive/"):
+        return archive_problems(topic, message)
     title = schema_for_topic(topic)
     if title is None:
         return [f"{topic}: not a documented topic"]
@@ -58,3 +61,19 @@ def problems(topic: str, message: Any) -> list[str]:
         f"{topic}: {error.message} in {message}"
         for error in doc_schemas()[title].iter_errors(message)
     ]
+
+
+def archive_problems(topic: str, message: Any) -> list[str]:
+    """A table's rows or the archive's head, as docs/archive.md says they are."""
+    import json
+
+    from progressived.archive.core import wire
+
+    decode = wire.decode_rows if topic.endswith("/rows") else wire.decode_head
+    if not topic.endswith(("/rows", "/head")):
+        return [f"{topic}: not a documented topic"]
+    try:
+        decode(json.dumps(message))
+    except wire.ArchiveWireError as exc:
+        return [f"{topic}: {exc}"]
+    return []

@@ -2,7 +2,8 @@
 ledgers, on a clock of their own (a quarter of play written in a second or two).
 
 Each table plays bench/stress.py's random valid rounds (bets, LOCK, hands keyed, the
-supervisor's confirm or reject, VOIDs, RECONCILE), then an operator's documented meter
+supervisor's confirm or reject, VOIDs, RECONCILE; a payout slip journaled with every award,
+as the daemon does), then an operator's documented meter
 adjustment, then a parameter change (the table reopened with another reserve rate), then
 more rounds; the link plays tests/link_rig.py's exchange (contributions from two tables, a
 royal flush claimed and confirmed, a void reversed, a claim rejected).
@@ -19,10 +20,12 @@ from pathlib import Path
 
 from bench import stress
 from progressived.config.site import Shift, SiteSection
+from progressived.config.slips import SlipsSection, slip_rules
 from progressived.core.money import UNITS_PER_DOLLAR
 from progressived.core.params import TableParams
 from progressived.engine import AdjustMeter, decide
 from progressived.ledger import Ledger
+from progressived.ledger.slips import SlipIssuer
 from tests.link_rig import Rig
 
 ZONE = "America/New_York"
@@ -59,6 +62,7 @@ def play_table(folder: Path, table: str, *, rounds: int, start: datetime, step: 
     params = stress.demo_params(table)
     clock = ticking(start, step)
     ledger = Ledger.open(path, params, at=clock(), software="test", snapshot_every=40)
+    _slips(ledger, params)
     try:
         stress.drive(ledger, params, rounds=rounds // 2, seed=seed, run=table, group=4,
                      clock=clock)
@@ -73,12 +77,18 @@ def play_table(folder: Path, table: str, *, rounds: int, start: datetime, step: 
         ledger.close()
     changed = _with_reserve_rate(params, Fraction(3, 100))
     ledger = Ledger.open(path, changed, at=clock(), software="test", snapshot_every=40)
+    _slips(ledger, changed)
     try:
         stress.drive(ledger, changed, rounds=rounds - rounds // 2, seed=seed + 1,
                      run=f"{table}-b", group=4, clock=clock)
     finally:
         ledger.close()
     return path
+
+
+def _slips(ledger: Ledger, params: TableParams) -> None:
+    """A payout slip with every award, as the daemon journals them (default [slips])."""
+    ledger.issue_slips(SlipIssuer(slip_rules(SlipsSection(), params.table_id), lambda: params))
 
 
 def _with_reserve_rate(params: TableParams, reserve_rate: Fraction) -> TableParams:

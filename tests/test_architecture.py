@@ -3,7 +3,9 @@
 ``lint-imports`` checks the layers (a module imports only from layers below its own,
 siblings marked independent never import each other, indirect chains included, so a
 package cycle breaks them), the pure folders (no I/O, clock or randomness, even through a
-helper) and that ``progressived`` never imports a driver. .ci/test runs it on the tree; these
+helper), that no import cycle exists (type-only imports included), the ledger's pure plan,
+the operator desk's one way into the daemon (its port) and that ``progressived`` never
+imports a driver. .ci/test runs it on the tree; these
 tests run it on a copy with one import added, to show that each kind of break is caught and
 named with its chain.
 """
@@ -75,11 +77,38 @@ def test_independent_siblings_may_not_import_each_other(tmp_path: Path) -> None:
     assert "progressived.signs is not allowed to import progressived.daemon" in done.stdout
 
 
+def test_a_module_cycle_through_a_type_only_import_is_refused(tmp_path: Path) -> None:
+    """The cycle the link controller had: hidden under TYPE_CHECKING, inside one folder."""
+    root = _copy(tmp_path)
+    views = root / "progressived" / "link" / "runtime" / "views.py"
+    _append(views, "if TYPE_CHECKING:\n    from progressived.link.runtime.controller import X")
+    text = views.read_text().replace("from typing import ", "from typing import TYPE_CHECKING, ", 1)
+    views.write_text(text)
+    assert _lint(root, "layers").returncode == 0  # one folder: layers cannot see it
+    done = _lint(root, "acyclic")
+    assert done.returncode == 1, done.stdout
+    assert "No cycles are allowed in progressived.link.runtime" in done.stdout
+
+
 def test_progressived_importing_a_driver_is_refused(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     _append(root / "progressived" / "daemon" / "health.py", "import progressived_drivers.base")
     done = _lint(root, "drivers-outside")
     assert done.returncode == 1, done.stdout
+
+
+def test_the_plan_doing_io_or_the_desk_reaching_past_its_port_is_refused(tmp_path: Path) -> None:
+    """The ledger's plan stays pure (``ledger-plan``) and the operator desk talks to the
+    daemon through its port alone (``desk-port``): one run, both contracts broken."""
+    root = _copy(tmp_path)
+    _append(root / "progressived" / "ledger" / "plan.py", "import os")
+    _append(root / "progressived" / "daemon" / "operator.py", "import progressived.daemon.journal")
+    done = _lint(root, "ledger-plan", "desk-port")
+    assert done.returncode == 1, done.stdout
+    said = " ".join(done.stdout.split())  # lint-imports wraps its lines at the terminal's width
+    assert "progressived.ledger.plan is not allowed to import os" in said
+    assert "progressived.daemon.operator is not allowed to import progressived.daemon.journal" in said
+    assert "2 broken" in said
 
 
 def test_the_folders_table_of_architecture_md_is_the_layers_contract() -> None:
@@ -104,10 +133,11 @@ def test_the_folders_table_of_architecture_md_is_the_layers_contract() -> None:
     packages = {
         f"progressived/{p.name}/"
         for p in (ROOT / "progressived").iterdir()
-        if (p / "__init__.py").exists() and p.name != "link"
+        if (p / "__init__.py").exists() and p.name not in ("link", "archive")
     } | {
-        f"progressived/link/{p.name}/"
-        for p in (ROOT / "progressived" / "link").iterdir()
+        f"progressived/{parent}/{p.name}/"
+        for parent in ("link", "archive")
+        for p in (ROOT / "progressived" / parent).iterdir()
         if (p / "__init__.py").exists()
     }
     assert packages <= set(documented), sorted(packages - set(documented))

@@ -104,8 +104,9 @@ def test_cli_simulate_board_with_a_link_and_a_script(tmp_path: Path) -> None:
         task = asyncio.create_task(drv.run())
         events: list[object] = []
         try:
-            while not any(isinstance(e, KeyPressed) for e in events):
-                events.append(await asyncio.wait_for(drv.next_event(), 10))
+            async with asyncio.timeout(20):  # the key press, whatever comes before it
+                while not any(isinstance(e, KeyPressed) for e in events):
+                    events.append(await drv.next_event())
             await drv.set_lights({2: Light.BET, 3: Light.CLOSED})
             await until(lambda: drv.lights_acked)
         finally:

@@ -45,8 +45,9 @@ async def main() -> None:
     drv = SerialBoardDriver(BoardSettings(port=sys.argv[1], reconnect_initial_s=0.05))
     task = asyncio.create_task(drv.run())
     try:
-        while not isinstance(await asyncio.wait_for(drv.next_event(), 30), BoardOnline):
-            pass
+        async with asyncio.timeout(30):  # online, whatever comes before it
+            while not isinstance(await drv.next_event(), BoardOnline):
+                pass
         print("online")
     finally:
         await drv.stop()

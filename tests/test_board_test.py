@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -143,7 +142,6 @@ def test_cli_exit_codes_for_failures_and_a_missing_port(tmp_path: Path) -> None:
     # a silent pty: nothing answers, so the hello fails and the run stops there
     master, slave = os.openpty()
     try:
-        start = time.monotonic()
         silent = subprocess.run(
             _ctl("board-test", "--port", os.ttyname(slave), "--heartbeat-ms", "100"),
             capture_output=True,
@@ -153,8 +151,7 @@ def test_cli_exit_codes_for_failures_and_a_missing_port(tmp_path: Path) -> None:
         assert silent.returncode == 1
         assert "FAIL  heartbeat_before_hello" in silent.stdout
         assert "FAIL  hello" in silent.stdout
-        assert "0 passed, 2 failed" in silent.stdout
-        assert time.monotonic() - start < 15
+        assert "0 passed, 2 failed" in silent.stdout  # and stopped there (timeout above)
     finally:
         os.close(master)
         os.close(slave)

@@ -15,7 +15,6 @@ Three layers, each checked against something independent:
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from itertools import combinations, permutations
 from pathlib import Path
@@ -48,7 +47,7 @@ def locked(paytable: str, seats: int = 12) -> tuple[TableParams, TableState]:
 def key_all(paytable: str, hands: list[str]) -> tuple[TableState, list[tuple[str, str]]]:
     """Key ``hands`` at seats 1, 2, ...; returns the state and (code, reason) of refusals."""
     params, state = locked(paytable)
-    refused = []
+    refused: list[tuple[str, str]] = []
     for seat, hand in enumerate(hands, start=1):
         decision = decide(params, state, KeyHand(seat=seat, hand=hand))
         if decision.accepted:
@@ -147,11 +146,14 @@ def test_turning_a_hand_off_frees_the_combination() -> None:
     assert [a.hand for a in state.awards] == ["royal-flush"]
 
 
-def test_the_guard_is_fast_on_the_key_press_path() -> None:
-    """A full table of keyed rows on every paytable, including every seat keyed with a row
-    that stands for two classes (UTHP-02's royal-flush): under 1 ms per check (the best of
-    three timings of each input, so a scheduler hiccup is not measured)."""
-    worst = 0.0
+def test_the_guard_is_a_bounded_lookup_on_the_key_press_path() -> None:
+    """The guard runs on every key press, so its work must be a lookup, never a search: a
+    check tries each multiset of classes the keyed rows can stand for (one; a row that
+    stands for two classes, UTHP-02's royal-flush, keyed on every seat: MAX_KEYED + 1) and
+    compares each with the reading's minimal impossible sets (a few dozen). Counted over a
+    full table of keyed rows on every paytable, not timed: a time judged here would judge
+    the machine's load, not the code."""
+    worst_choices, worst_sets = 0, 0
     for paytable in load_all(PAYTABLES).values():
         guard = guard_for(paytable)
         rows = list(guard.rows)
@@ -159,13 +161,11 @@ def test_the_guard_is_fast_on_the_key_press_path() -> None:
         inputs = [[rng.choice(rows) for _ in range(MAX_KEYED)] for _ in range(300)]
         inputs += [[row] * MAX_KEYED for row in rows]
         for hands in inputs:
-            best = 1.0
-            for _ in range(3):
-                start = time.perf_counter()
-                guard.impossible(hands)
-                best = min(best, time.perf_counter() - start)
-            worst = max(worst, best)
-    assert worst < 0.001, f"worst guard check {worst * 1000:.2f} ms"
+            worst_choices = max(worst_choices, sum(1 for _ in guard._choices(hands)))
+        worst_sets = max(worst_sets, len(guard._minimal))
+    assert worst_choices == MAX_KEYED + 1  # UTHP-02's royal-flush on all 12 seats
+    assert worst_sets <= 32
+    assert worst_choices * worst_sets <= 500  # multiset comparisons per key press, at most
 
 
 def test_every_shipped_paytable_is_fully_covered_by_the_table() -> None:

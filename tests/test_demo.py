@@ -1,4 +1,5 @@
-"""``progressived demo``: the README's run command, end to end, headless, typed at, and on a tty."""
+"""``progressived demo``: the README's run command, end to end, headless (with its web
+sign), typed at, and on a tty."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,15 +41,39 @@ CTL = [sys.executable, "-m", "progressived.cli.ctl"]
 
 
 @pytest.mark.e2e
-def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
-    proc = subprocess.run(
+def test_headless_demo_plays_its_rounds_serves_its_web_sign_and_exits_0(tmp_path: Path) -> None:
+    """The README's demo, headless: its rounds on screen as they happen, and, while it
+    plays, the web sign at the URL its banner prints answers with the demo table's meter
+    (read as a browser's page would, from the server's snapshot), drawn into the page with
+    the names of the demo's sign file. One run of the demo for both."""
+    proc = subprocess.Popen(
         [*DEMO, "--headless", "--rounds", "3", "--workdir", str(tmp_path)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
+    assert proc.stdout is not None
+    lines: list[str] = []
+    found: re.Match[str] | None = None
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if found := re.match(r"web sign    (http://127\.0\.0\.1:\d+)/table/demo-1 ", line):
+                break
+        assert found, "".join(lines)
+        snapshot, html = web_sign_while_playing(found.group(1))
+    finally:
+        rest, err = proc.communicate(timeout=180)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0, out + err
+    # The web sign's page and snapshot, taken while the demo played.
+    assert "/static/sign.js" in html and "Waiting for a table" not in html
+    assert "Demo Table" in html and "Three Card Poker Progressive" in html
+    sources = {s["key"]: s for s in snapshot["sources"]}
+    assert snapshot["broker"]["state"] == "connected"
+    meters = sources["table/demo-1"]["meters"]
+    assert meters and meters[0]["meter"] == "main" and meters[0]["display"].startswith("$")
+    # The rounds, said on screen.
     assert "broker      mqtt://127.0.0.1:" in out
     assert f"control     {tmp_path / 'control.sock'}  (progressivectl status --socket" in out
     assert f"files       {tmp_path}: progressived.toml, ledger.db" in out
@@ -67,6 +95,22 @@ def test_headless_demo_plays_its_rounds_and_exits_0(tmp_path: Path) -> None:
         timeout=60,
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def web_sign_while_playing(url: str) -> tuple[dict[str, Any], str]:
+    """The web sign server's snapshot once it holds the demo's meter, and its table page."""
+
+    def with_meters() -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{url}/state.json", timeout=2) as answer:
+                got: dict[str, Any] = json.load(answer)
+        except (urllib.error.URLError, ConnectionError):
+            return None
+        return got if any(s.get("meters") for s in got.get("sources", [])) else None
+
+    snapshot = until_sync(with_meters, "the demo's meter on the web sign", 60, every=0.2)
+    with urllib.request.urlopen(f"{url}/table/demo-1", timeout=2) as page:
+        return snapshot, page.read().decode()
 
 
 def _removed_dir(out: str) -> Path:

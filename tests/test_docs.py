@@ -54,8 +54,8 @@ from progressived.daemon.link_refusal import CLOSING_FINAL, CLOSING_UNCONSUMED, 
 from progressived.daemon.metrics import LINK_METRICS
 from progressived.engine.events import EVENT_TYPES
 from progressived.link.runtime.config import (
+    LinkDefinitionSection,
     LinkLedgerSection,
-    LinkSection,
     link_config_from,
     load_link_config,
 )
@@ -95,6 +95,10 @@ def check_toml_block(block: str, folder: Path) -> None:
         daemon_config_from({**base, section: data[section]}, CONFIG)
     elif marker == "# link.toml":
         link_config_from(data, ROOT / "config" / "link.toml")
+    elif marker == "# archive.toml":
+        from progressived.archive.service.config import archive_config_from
+
+        archive_config_from(data, ROOT / "config" / "archive.toml")
     elif marker == "# sign.toml":
         sign_config_from(data, "sign.toml")
     elif match := re.fullmatch(r"# \[([a-z_.]+)\] section of a link's file", marker):
@@ -108,7 +112,7 @@ def check_toml_block(block: str, folder: Path) -> None:
         load_paytable(path)
     else:
         raise AssertionError(
-            f"a TOML block must start with '# progressived.toml', '# link.toml', "
+            f"a TOML block must start with '# progressived.toml', '# link.toml', '# archive.toml', "
             f"'# sign.toml', '# [name] section' or '# paytable file', not {marker!r}"
         )
 
@@ -180,7 +184,7 @@ def configuration_fields() -> dict[str, FieldInfo]:
             type(load_daemon_config(CONFIG).board),
         ],
     }
-    fields: dict[str, FieldInfo] = dict(model_fields(LinkSection, "link."))
+    fields: dict[str, FieldInfo] = dict(model_fields(LinkDefinitionSection, "link."))
     fields.update(model_fields(SignSection, "sign."))  # the web sign's own file
     # the link controller's own [ledger] keys (a ledger in a database), beside the table's
     table_ledger = LedgerSection.model_fields

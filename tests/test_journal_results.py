@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from progressived.daemon.port import Committed, RefusalCode, Refused
+from progressived.daemon.port import CommandRefused, Committed, RefusalCode
 from progressived.engine import Lock, SetClosed
 from progressived.testing.broker import Mosquitto
 from tests.test_crash_only import boardless
@@ -48,13 +48,13 @@ async def test_submit_says_committed_refused_or_duplicate(
         state = controller.state
         other = SetClosed(reason="other", closed=True, actor="ops-1")
         repeat = await controller.submit(other, idempotency_key="k-1")
-        assert isinstance(repeat, Refused) and repeat.code is RefusalCode.DUPLICATE
+        assert isinstance(repeat, CommandRefused) and repeat.code is RefusalCode.DUPLICATE
         assert controller.state is state and "other" not in controller.state.closed
         assert controller.ledger.head_seq == head
 
         # The engine refuses (closed): the refusal's words are what is journaled.
         refused = await controller.submit(Lock(actor="dealer"))
-        assert isinstance(refused, Refused) and refused.code is RefusalCode.REJECTED
+        assert isinstance(refused, CommandRefused) and refused.code is RefusalCode.REJECTED
         assert controller.state is state
         ((_, kind, data),) = journaled(config.ledger.path, head)
         assert kind == "command_rejected"

@@ -215,7 +215,6 @@ def test_recovery_uses_a_snapshot(db: Path, params: TableParams) -> None:
         assert ledger.state == state
         assert ledger.recovery.snapshot_seq > 0
         assert ledger.recovery.replayed <= 300
-        assert ledger.recovery.seconds < 0.5
     assert verify(db).ok
 
 

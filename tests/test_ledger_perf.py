@@ -1,5 +1,5 @@
 """The hot path's shortcuts give the same bytes as the engine's functions, and recovery
-stays fast (bounded by the snapshot interval, not the ledger's length)."""
+stays fast: it replays at most the snapshot interval, whatever the ledger's length."""
 
 from __future__ import annotations
 
@@ -41,5 +41,7 @@ def test_recovery_time_does_not_grow_with_the_ledger(tmp_path: Path) -> None:
     assert head > 5000
     with Ledger.open(db, params, at=AT) as ledger:
         assert ledger.state == state
+        # Bounded by the snapshot interval (1,000 rows), not the ledger's 5,000 and more:
+        # counted, not timed (tests/reliability/test_ledger_recovery_1m.py times 1M events).
+        assert ledger.recovery.snapshot_seq > 0
         assert ledger.recovery.replayed <= 1000
-        assert ledger.recovery.seconds < 0.5

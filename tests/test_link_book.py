@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from progressived.core.money import UNITS_PER_CENT, truncate_to_cent
+from progressived.core.params import Policy
 from progressived.engine import accounts
 from progressived.link.core import book, effects
 from progressived.link.core import params as lp
@@ -79,7 +80,7 @@ def relay_case(data: st.DataObject) -> None:
     """Random tables, policy and operations through a relay that loses, repeats and
     reorders: every contribution counted exactly once, the invariants after every step."""
     n = data.draw(st.integers(2, 4), label="tables")
-    policy = data.draw(st.sampled_from(list(lp.ClaimPolicy)), label="policy")
+    policy = data.draw(st.sampled_from(list(Policy)), label="policy")
     params = link_params(n, policy, window_ms=data.draw(st.integers(0, 40)))
     tables = {t: SimTable(t) for t in sorted(params.tables)}
     names = sorted(tables)
@@ -278,7 +279,7 @@ def test_claims_from_two_tables_are_ordered_by_the_link_log_sequential() -> None
 
 
 def test_split_window_shares_one_award_and_the_odd_cent_goes_first() -> None:
-    params = link_params(policy=lp.ClaimPolicy.SPLIT, window_ms=1_000)
+    params = link_params(policy=Policy.SPLIT, window_ms=1_000)
     t1, t2, t3 = SimTable("t1"), SimTable("t2"), SimTable("t3")
     out = _run(params, book.open_book(params), t1.contribute(1))  # meter 1000.03
     whole = truncate_to_cent(out.state.balances[MA])
@@ -303,7 +304,7 @@ def test_split_window_shares_one_award_and_the_odd_cent_goes_first() -> None:
 
 
 def test_split_confirm_fixes_the_shares() -> None:
-    params = link_params(policy=lp.ClaimPolicy.SPLIT)
+    params = link_params(policy=Policy.SPLIT)
     t1, t2 = SimTable("t1"), SimTable("t2")
     out = _run(params, book.open_book(params), t1.contribute(2), t1.claim(), t2.claim())
     mine = out.state.claims[("t1", t1.claims[0])].units

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from progressived.cli import sign_cmd
 from progressived.ledger import LeaseHeld
-from progressived.link.runtime.leadership import ACTIVE, STANDBY, Leadership
+from progressived.link.runtime.leadership import Leadership, LeaseState, Role, role_of
 from progressived.mqtt.client import broker_address
 from progressived.mqtt.config import MqttSection
 from progressived.signs.broker import LoginError
@@ -35,11 +35,11 @@ def lead(clock: Clock, me: str | None = "ctl-a", lease_s: float = 10.0) -> Leade
 def test_an_active_controller_holds_only_within_the_term_counted_from_before_the_acquire() -> None:
     clock = Clock()
     c = lead(clock)
-    assert c.role == STANDBY and not c.holds()
+    assert c.role == Role.STANDBY and not c.holds()
     started = clock.mono
     clock.step(0.5)  # the acquire's round trip
     c.activated(Lease("ctl-a", 7, clock.wall + 10, 10.0), started)
-    assert c.role == ACTIVE and c.token == 7 and c.changes == 1
+    assert c.role == Role.ACTIVE and c.token == 7 and c.changes == 1
     clock.step(9.4)
     assert c.holds()  # 9.9 s after the acquire was sent
     clock.step(0.2)
@@ -58,7 +58,7 @@ def test_a_standby_remembers_whose_lease_it_is_and_polls_before_it_lapses() -> N
     c = lead(clock, lease_s=10.0)
     held = LeaseHeld("leased", holder="ctl-b", token=3, expires_in_s=0.2)
     c.waiting(held)
-    assert (c.role, c.holder, c.token) == (STANDBY, "ctl-b", 3)
+    assert (c.role, c.holder, c.token) == (Role.STANDBY, "ctl-b", 3)
     assert c.expires_at == pytest.approx(clock.wall + 0.2)
     assert c.poll_s(held) == pytest.approx(0.25)  # just after it lapses
     assert c.poll_s(LeaseHeld("x", expires_in_s=9.0)) == 1.0  # at least every second
@@ -66,10 +66,37 @@ def test_a_standby_remembers_whose_lease_it_is_and_polls_before_it_lapses() -> N
     assert c.changes == 0  # standby from the start: no change
     c.activated(Lease("ctl-a", 4, clock.wall + 10, 10.0), clock.mono)
     c.stood_down()
-    assert c.role == STANDBY and not c.holds() and c.changes == 2
-    view = c.view()
+    assert c.role == Role.STANDBY and not c.holds() and c.changes == 2
+    view = c.seen().view()
     assert view["role"] == "standby" and view["role_since"].endswith("+00:00")
     assert view["lease"]["me"] == "ctl-a" and view["lease"]["token"] == 4
+
+
+def test_each_lease_state_plays_one_role_and_a_fault_is_news_once() -> None:
+    assert {state: role_of(state) for state in LeaseState} == {
+        LeaseState.WAITING: Role.STANDBY,
+        LeaseState.UNREACHABLE: Role.STANDBY,
+        LeaseState.HELD: Role.ACTIVE,
+        LeaseState.UNRENEWED: Role.ACTIVE,
+        LeaseState.LOST: Role.STANDBY,
+    }
+    clock = Clock()
+    c = lead(clock)
+    assert c.state is LeaseState.WAITING and not c.lost()
+    assert c.unreachable() and not c.unreachable()  # logged once while it lasts
+    c.waiting(LeaseHeld("leased", holder="ctl-b", token=3, expires_in_s=5.0))
+    assert c.unreachable()  # news again after the lease was read
+    c.activated(Lease("ctl-a", 4, clock.wall + 10, 10.0), clock.mono)
+    assert (c.state, c.role, c.changes) == (LeaseState.HELD, Role.ACTIVE, 1)
+    assert c.unrenewed() and not c.unrenewed()
+    assert (c.state, c.role, c.changes) == (LeaseState.UNRENEWED, Role.ACTIVE, 1)
+    c.renewed(clock.mono, None)
+    assert c.state is LeaseState.HELD and c.unrenewed()  # news again after a renewal
+    c.stood_down()
+    assert c.lost() and (c.role, c.changes) == (Role.STANDBY, 2) and not c.holds()
+    c.renewed(clock.mono, None)  # a renewal that was on its way as the lease was lost
+    assert not c.unrenewed()
+    assert c.lost() and c.role is Role.STANDBY and not c.holds()
 
 
 def test_a_file_ledger_takes_no_lease_and_is_active_for_good() -> None:
@@ -77,7 +104,7 @@ def test_a_file_ledger_takes_no_lease_and_is_active_for_good() -> None:
     c = lead(clock, me=None)
     c.activated(None, clock.mono)
     clock.step(10_000)
-    assert c.holds() and c.view()["lease"] is None
+    assert c.holds() and c.seen().view()["lease"] is None
     assert c.renew_every_s(1.0) == 1.0 and lead(clock, lease_s=1.5).renew_every_s(1.0) == 0.5
 
 

@@ -86,9 +86,9 @@ def test_the_micro_benchmark_decodes_and_refuses_what_it_names() -> None:
     assert all(row["per_s"] > 0 for row in figures.values())
 
 
-PARTS = (m.Head, m.MeterWagers, m.Award, m.Hit)
+PARTS = (m.LedgerHead, m.MeterWagers, m.Award, m.Hit)
 MODELS = (*m.TABLE_TYPES.values(), *m.LINK_TYPES.values(), *PARTS)
-HEAD = m.Head(3, "a" * 64)
+HEAD = m.LedgerHead(3, "a" * 64)
 
 
 def test_every_message_and_part_is_a_frozen_pydantic_model() -> None:
@@ -96,7 +96,7 @@ def test_every_message_and_part_is_a_frozen_pydantic_model() -> None:
         assert is_pydantic_dataclass(cls), cls
     with pytest.raises(dataclasses.FrozenInstanceError):
         HEAD.seq = 4
-    assert m.Head(3, "a" * 64) == m.Head(seq=3, hash="a" * 64)  # positional, as before
+    assert m.LedgerHead(3, "a" * 64) == m.LedgerHead(seq=3, hash="a" * 64)  # positional, as before
     assert hash(m.MeterWagers("pmg", 1, 10_000)) == hash(m.MeterWagers("pmg", 1, 10_000))
 
 
@@ -110,7 +110,7 @@ def test_every_message_and_part_is_a_frozen_pydantic_model() -> None:
         lambda: m.MeterWagers("pmg", 1, 10**15 + 1),
         lambda: m.MeterWagers("pmg", True, 1),  # a bool is not a count
         lambda: m.Hit(table="t1", seat=2, hand="royal-flush", units=1.0),  # money is an int
-        lambda: m.Head(3, "A" * 64),
+        lambda: m.LedgerHead(3, "A" * 64),
         lambda: m.Award(claim="c", meter="pmg", hand="h", units=1, order=1, share_of=1,
                         state="lost"),
         lambda: m.Result(link="l", table="t1", seq=1, id="i", status="applied", code="ok",

@@ -24,7 +24,7 @@ import aiomqtt
 import pytest
 
 from progressived.ledger.verify import verify
-from progressived.link.core.messages import Head, Result, encode
+from progressived.link.core.messages import LedgerHead, Result, encode
 from progressived.runtime.control import request
 from progressived.testing.board import simulator_factory
 from progressived.testing.broker import free_port
@@ -183,7 +183,7 @@ async def test_a_conflict_that_resending_cannot_cure_closes_it_and_the_message_w
         refusal = {
             "link": "link-a", "table": TABLE, "status": "refused", "code": "conflict",
             "reason": "sequence 1 was used by a different message", "resend_from": 0,
-            "lseq": 0, "head": Head(0, "0" * 64),
+            "lseq": 0, "head": LedgerHead(0, "0" * 64),
         }  # fmt: skip
         async with aiomqtt.Client(t.broker.host, t.broker.port) as client:
             topic = f"progressive/link/link-a/to/{TABLE}"

@@ -25,7 +25,7 @@ import aiomqtt
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from progressived.link.core.messages import Head, Result, decode_table, encode
+from progressived.link.core.messages import LedgerHead, Result, decode_table, encode
 from progressived.link.store.audit import verify
 from progressived.runtime.control import request
 from progressived.testing.board import simulator_factory
@@ -244,7 +244,7 @@ async def test_a_refusal_that_consumed_no_sequence_is_not_final(tmp_path: Path) 
         forged = Result(
             link="link-a", table=TABLE, seq=seq, id=msg_id, status="refused", code="too-old",
             reason="sequence 1 is older than the results kept", resend_from=0, lseq=0,
-            head=Head(0, "0" * 64),
+            head=LedgerHead(0, "0" * 64),
         )
         async with aiomqtt.Client(t.broker.host, t.broker.port) as client:
             await client.publish(f"progressive/link/link-a/to/{TABLE}", encode(forged), qos=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -193,11 +193,11 @@ async def test_broker_outage_loses_nothing_and_republishes_the_meter() -> None:
 
 
 class MeterSign:
-    """A subscriber to one meter topic recording (arrival time, payload)."""
+    """A subscriber to one meter topic recording every payload."""
 
     def __init__(self, broker: Mosquitto, topic: str) -> None:
         self.broker, self.topic = broker, topic
-        self.got: list[tuple[float, dict[str, Any]]] = []
+        self.got: list[dict[str, Any]] = []
         self.task: asyncio.Task[None] | None = None
         self.subscribed = asyncio.Event()
 
@@ -207,7 +207,7 @@ class MeterSign:
             self.subscribed.set()
             async for message in c.messages:
                 assert isinstance(message.payload, bytes)
-                self.got.append((time.monotonic(), json.loads(message.payload)))
+                self.got.append(json.loads(message.payload))
 
     async def __aenter__(self) -> MeterSign:
         self.task = asyncio.create_task(self._run())
@@ -221,64 +221,107 @@ class MeterSign:
             await self.task
 
 
+class StillClock:
+    """The rate windows' clock, moved only by the test: the rate is judged by what is sent
+    at each reading of it, never by how long a loaded machine took."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Sent:
+    """The publisher's hook: each meter message sent, with the still clock's reading."""
+
+    def __init__(self, clock: StillClock) -> None:
+        self.clock = clock
+        self.meters: list[tuple[float, int]] = []  # (clock reading, seq)
+
+    def published(self, topic: str, seq: int, first_seen: float | None) -> None:
+        if "/meter/" in topic:
+            self.meters.append((self.clock(), seq))
+
+
 def meter(cents: int, seq: int, state: str = "open") -> dict[str, object]:
     return {"meter": "main", "cents": cents, "state": state, "seq": seq, "ts": f"t{seq}"}
 
 
-async def test_a_repeat_is_not_published_and_does_not_delay_the_next_change(
-    mosquitto: Mosquitto,
-) -> None:
-    topics = Topics("progressive", "t1")
+def rate_limited(mosquitto: Mosquitto, topics: Topics) -> tuple[SignPublisher, StillClock, Sent]:
+    """A publisher allowed 2 meter messages in any second of the still clock."""
+    clock = StillClock()
+    sent = Sent(clock)
     publisher = sign_publisher(
         MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
         topics,
         MemoryOutbox(),
+        monotonic=clock,
+        hooks=sent,
     )
+    return publisher, clock, sent
+
+
+async def test_a_repeat_is_not_published_and_does_not_spend_the_rate(mosquitto: Mosquitto) -> None:
+    """Repeats (a bet sensor, a refusal: nothing a sign shows) are not sent and leave the
+    budget whole: with the clock held still, the real change after ten of them still goes
+    out, as the window's second message; the state change right after it waits for the
+    window (sent only once the clock has moved a second)."""
+    topics = Topics("progressive", "t1")
+    publisher, clock, sent = rate_limited(mosquitto, topics)
     async with MeterSign(mosquitto, topics.meter("main")) as sign:
         runner = asyncio.create_task(publisher.session.run())
         publisher.set_meter("main", meter(100, seq=1))
-        await asyncio.sleep(0.6)
-        # Journal writes that change nothing a sign shows (a bet sensor, a refusal): repeats.
+        await until(lambda: sent.meters == [(1000.0, 1)], "the first value sent")
         for seq in range(2, 12):
             assert not publisher.set_meter("main", meter(100, seq=seq))
-            await asyncio.sleep(0.01)
-        changed_at = time.monotonic()
-        publisher.set_meter("main", meter(160, seq=12))  # LOCK: a real change
-        publisher.set_meter("main", meter(160, seq=13, state="pending"))  # state too
-        await asyncio.sleep(1.5)
+        assert publisher.set_meter("main", meter(160, seq=12))  # LOCK: a real change
+        await until(lambda: len(sent.meters) == 2, "the change sent, the clock unmoved")
+        publisher.set_meter("main", meter(160, seq=13, state="pending"))  # the state too
+        await asyncio.sleep(0.3)  # the pump's turns while the clock stands: nothing may go
+        assert len(sent.meters) == 2, sent.meters
+        clock.now += 1.0  # the window has passed
+        publisher.wake()
+        await until(lambda: len(sent.meters) == 3, "the state change sent")
+        await until(lambda: len(sign.got) == 3, "the sign has all three")
         await publisher.stop()
         await runner
-    values = [(m["cents"], m["state"]) for _, m in sign.got]
-    assert values[0] == (100, "open")
-    assert (100, "open") not in values[1:]  # no repeat was published
-    assert values[-1] == (160, "pending")
-    first_160 = next(at for at, m in sign.got if m["cents"] == 160)
-    assert first_160 - changed_at < 0.2  # not held behind a repeat (0.5 s gap before)
+    assert sent.meters == [(1000.0, 1), (1000.0, 12), (1001.0, 13)]
+    assert [(m["cents"], m["state"]) for m in sign.got] == [
+        (100, "open"),
+        (160, "open"),
+        (160, "pending"),
+    ]
 
 
 async def test_a_burst_is_limited_to_the_rate_and_ends_on_the_latest(mosquitto: Mosquitto) -> None:
+    """Fifty changes while the clock stands still: two sent (2 Hz), the rest coalesced; each
+    second of the clock then sends at most two more, and the last one sent is the latest."""
     topics = Topics("progressive", "t1")
-    publisher = sign_publisher(
-        MqttSection(host=mosquitto.host, port=mosquitto.port, meter_max_rate_hz=2),
-        topics,
-        MemoryOutbox(),
-    )
+    publisher, clock, sent = rate_limited(mosquitto, topics)
     async with MeterSign(mosquitto, topics.meter("main")) as sign:
         runner = asyncio.create_task(publisher.session.run())
-        while not publisher.connected:
-            await asyncio.sleep(0.01)
-        started = time.monotonic()
+        await until(lambda: publisher.connected, "connected")
         for i in range(50):
             publisher.set_meter("main", meter(1000 + i, seq=i + 1))
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(1.8)
+            await asyncio.sleep(0)  # the pump runs between changes, as between commits
+        await until(lambda: len(sent.meters) >= 1, "the burst's first value sent")
+        for _ in range(50):  # at most one second of the clock per value: bounded
+            if sent.meters[-1][1] == 50:
+                break
+            count = len(sent.meters)
+            clock.now += 1.0
+            publisher.wake()
+            await until(lambda n=count: len(sent.meters) > n, "a value sent in the next second")
+        await until(lambda: sign.got and sign.got[-1]["cents"] == 1049, "the latest on the sign")
         await publisher.stop()
         await runner
-    arrivals = [at - started for at, _ in sign.got]
-    assert sum(1 for at in arrivals if at < 0.9) <= 2  # 2 Hz: two in any second
-    for i in range(len(arrivals) - 2):
-        assert arrivals[i + 2] - arrivals[i] >= 0.9
-    assert sign.got[-1][1]["cents"] == 1049  # the latest is always delivered
+    per_second = Counter(at for at, _ in sent.meters)
+    assert max(per_second.values()) <= 2, per_second  # 2 Hz: two in any second
+    assert len(sent.meters) < 50  # coalesced, not one message per change
+    assert sent.meters[-1][1] == 50  # the latest is always delivered
+    seqs = [seq for _, seq in sent.meters]
+    assert seqs == sorted(seqs)
 
 
 async def test_status_carries_the_head_and_is_refreshed_when_it_moves(

@@ -95,9 +95,10 @@ async def test_a_dead_broker_is_seen_while_idle_and_each_connection_runs_the_cal
         async with running(session):
             await seconds_until(lambda: calls == [1], "the first connection")
             broker.stop(signal.SIGKILL)
-            took = await seconds_until(lambda: not session.connected, "the loss to be seen", 5)
-            assert session.detail == "connection closed"  # the socket, not the 30 s keepalive
-            assert took < session.options.loss_bound_s
+            # Seen within 5 s, by the closed socket: not by the 30 s keepalive (its bound, 62 s,
+            # could not fail here: the wait's deadline and the detail judge it).
+            await seconds_until(lambda: not session.connected, "the loss to be seen", 5)
+            assert session.detail == "connection closed"
             broker.start()
             await seconds_until(lambda: calls == [1, 2], "the callbacks at the reconnection")
             assert session.connected and session.attempts >= 2
@@ -229,7 +230,5 @@ async def test_a_publish_awaiting_its_puback_fails_as_soon_as_the_connection_is_
             assert broker.proc is not None
             broker.proc.kill()  # SIGKILL while stopped: it never answers
             broker.proc.wait(10)
-            started = time.monotonic()
-            with pytest.raises(aiomqtt.MqttError):
+            with pytest.raises(aiomqtt.MqttError):  # the loss, well before its own 30 s
                 await asyncio.wait_for(publish, 10)
-            assert time.monotonic() - started < 5

@@ -32,7 +32,7 @@ from progressived.engine.simulate import (
 from progressived.link.core import batch as lb
 from progressived.link.core import book
 from progressived.link.core import messages as m
-from progressived.link.core.state import Refused
+from progressived.link.core.state import LinkRefused
 from progressived.runtime import control
 from progressived.signs.link import LinkSignView
 from progressived.signs.terminal import SignView
@@ -83,7 +83,7 @@ GOOD_LINKED = {
 GOOD_CONTRIBUTION = json.loads(
     m.encode(
         m.Contribution(
-            table="t1", seq=1, id="t1:1", head=m.Head(0, "0" * 64), at="2026-11-23T17:00:00Z",
+            table="t1", seq=1, id="t1:1", head=m.LedgerHead(0, "0" * 64), at="2026-11-23T17:00:00Z",
             round=1, wagers=(m.MeterWagers("pmg", 1, 1_000_000),),
         )
     )
@@ -159,7 +159,7 @@ def test_the_link_book_refuses_on_a_members_and_a_strangers_topic(raw: bytes) ->
     assert out.state.balances == STATE.balances  # nothing applied
     for step, _ in out.steps:
         for event in step.events:
-            assert isinstance(event, Refused) and event.code in LINK_REFUSAL_CODES
+            assert isinstance(event, LinkRefused) and event.code in LINK_REFUSAL_CODES
             assert len(event.reason) <= m.MAX_REASON
     # The member is answered (seq 0, id none); the stranger is not (no reply topic).
     assert all(r.topic.endswith("/to/t1") for r in out.replies)

@@ -70,7 +70,8 @@ def test_the_html_is_self_contained_and_says_what_it_was_made_from(ledgers: list
     assert "@page" in page and "Every meter reconciles" in page
     for source_ in report.sources:
         assert source_.closing_row in page and source_.location in page
-    assert "Payout slip serials appear here once payout slips are journaled" in page
+    assert "the serial of the payout slip journaled with it" in page
+    assert all(a.slip and a.slip in page for a in report.awards if a.source == "tcp-07")
     assert "VARIANCE" not in page
 
 

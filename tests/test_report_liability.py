@@ -71,6 +71,10 @@ def test_a_quarter_reconciles_per_meter_table_and_in_total(ledgers: dict[str, Pa
         assert sorted((a.seq, a.units, a.hand) for a in report.awards if a.source == name) == \
             sorted((h["seq"], h["units"], h["hand"]) for h in hits)
         assert line.paid == sum(h["units"] for h in hits)
+        # each with the serial of the payout slip journaled with it (docs/slips.md)
+        slips = [a.slip for a in report.awards if a.source == name]
+        assert slips and all(s and s.startswith(f"{name}-") for s in slips)
+        assert len(set(slips)) == len(slips)
     (link,) = [m for m in report.meters if m.kind == "link"]
     assert [(a.table, a.hand) for a in report.awards if a.source == "link-a"] == [
         ("t2", "royal-flush")]

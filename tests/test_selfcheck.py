@@ -19,8 +19,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from progressived.daemon.selfcheck import dependencies, ledger_head, run_selfcheck, software_digest
+from progressived.daemon.selfcheck import dependencies, run_selfcheck, software_digest
 from progressived.ledger import Ledger
+from progressived.ledger.tail import ledger_head
 from tests.conftest import ROOT
 from tests.daemon_harness import table
 from tests.helpers import table as table_params

@@ -321,7 +321,7 @@ async def test_frozen_board_goes_offline_after_missed_heartbeats(tmp_path: Path)
         offline = await rig.expect(BoardOffline, timeout=3)
         elapsed = loop.time() - start
         assert "missed 3 heartbeats" in offline.reason
-        assert 3 * HB <= elapsed < 2.0
+        assert elapsed >= 3 * HB  # not before 3 missed (a late one is the timeout's: 3 s)
         await asyncio.sleep(6 * HB)
         assert rig.drain() == []  # no flapping while frozen
         rig.sim.thaw()
@@ -496,10 +496,9 @@ async def test_a_press_is_acknowledged_only_once_the_daemon_has_handled_it(tmp_p
         again = SerialBoardDriver(rig.drv.settings)
         task = asyncio.create_task(again.run())
         try:
-            while True:
-                event = await asyncio.wait_for(again.next_event(), 10)
-                if isinstance(event, KeyPressed):
-                    break
+            async with asyncio.timeout(20):  # the key again, whatever else comes first
+                while not isinstance(event := await again.next_event(), KeyPressed):
+                    pass
             assert event.idempotency_key == key.idempotency_key
             again.key_handled(event)
             await until(lambda: not rig.sim.pending)

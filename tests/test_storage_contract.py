@@ -74,7 +74,7 @@ def money(seq_from: int, n: int, units: int = 7) -> list[Record]:
 
 def planned(store: LedgerStore, records: list[Record], snapshot: str | None = None) -> plan.Plan:
     seq, digest = store.last()
-    head = plan.Head(seq, digest, store.balances())
+    head = plan.CommittedHead(seq, digest, store.balances())
     rows = plan.plan(records, head, {}, table_id=LINK, snapshot_every=2**62)
     if snapshot is not None:
         rows = plan.dataclasses.replace(rows, snapshot=(rows.head.seq, rows.head.hash, snapshot))

@@ -155,8 +155,15 @@ BOARD_COUNTERS = {
     "missed_heartbeat_offline",
     "offline_events",
 }
+# A table with an [archive] section (docs/archive.md): its lag, and a refusal.
+ARCHIVE = {
+    "progressive_archive_lag_rows",
+    "progressive_archive_lag_seconds",
+    "progressive_archive_refused",
+}
 KNOWN = (
     METRICS
+    | ARCHIVE
     | {f"progressive_board_{c}_total" for c in BOARD_COUNTERS}
     | {f"{h}{s}" for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
 )

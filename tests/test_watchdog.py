@@ -74,7 +74,7 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             assert notify.pings_since(mark) >= 2, "board back: pinged again"
 
             # The ledger fails (the disk is full): no pings, LOCK refused, nothing lost.
-            head = controller.ledger.head_seq
+            head, head_hash = controller.ledger.head_seq, controller.ledger.head_hash
             pages = await controller.db(
                 lambda: controller.ledger._conn.execute("PRAGMA page_count").fetchone()[0]
             )
@@ -102,11 +102,11 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
             await asyncio.sleep(0.8)
             assert notify.pings_since(mark) == 0, "ledger unavailable: not pinged"
             assert any("STATUS=unhealthy: ledger unavailable" in m for m in notify.drain())
-            from progressived.daemon.port import RefusalCode, Refused
+            from progressived.daemon.port import CommandRefused, RefusalCode
             from progressived.engine import Lock
 
             refused = await controller.submit(Lock())
-            assert isinstance(refused, Refused)
+            assert isinstance(refused, CommandRefused)
             assert refused.code is RefusalCode.LEDGER_UNAVAILABLE
             # Space returns: the ledger recovers and the pings resume; nothing committed lost.
             await controller.db(
@@ -117,7 +117,20 @@ async def test_watchdog_stops_when_the_board_or_the_ledger_fails(tmp_path: Path)
                     break
                 await asyncio.sleep(0.1)
             assert controller.health.ledger_ok
-            assert controller.ledger.head_seq >= head
+            # Nothing committed before the disk filled was lost or changed, and the refused
+            # LOCK left no row: what the file holds after row `head` are bet sensors only.
+            kept, locked = await controller.db(
+                lambda: (
+                    controller.ledger._conn.execute(
+                        "SELECT hash FROM journal WHERE seq = ?", (head,)
+                    ).fetchone()[0],
+                    controller.ledger._conn.execute(
+                        "SELECT count(*) FROM journal WHERE seq > ? AND kind = 'round_locked'",
+                        (head,),
+                    ).fetchone()[0],
+                )
+            )
+            assert (kept, locked) == (head_hash, 0)
             mark = len(notify.drain())
             await asyncio.sleep(0.6)
             assert notify.pings_since(mark) >= 1

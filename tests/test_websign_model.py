@@ -65,7 +65,16 @@ def award(kind: str, seq: int, **extra: object) -> bytes:
         "meter": "main",
         "cents": 100_045,
     }
-    return msg(**{**base, **extra})
+    # every key docs/mqtt.md's schema requires of its kind (a sign ignores an event without)
+    moved: dict[str, object] = {"meter_before_cents": 0, "meter_after_cents": 0}
+    required: dict[str, dict[str, object]] = {
+        "award_keyed": {**moved, "reset": True},
+        "award_confirmed": {"by": "sup"},
+        "award_approved": {"by": "sup"},
+        "envy": {"from_seat": 1},
+    }
+    keys = required.get(kind, {**moved, "reason": "rejected"})
+    return msg(**{**base, **keys, **extra})
 
 
 def test_pending_then_banner_held_for_banner_s_then_gone() -> None:
@@ -140,16 +149,16 @@ def test_the_server_subscribes_status_first_and_frames_sse() -> None:
 
 
 def test_a_malformed_message_is_said_once_per_interval_and_changes_nothing() -> None:
-    err = io.StringIO()
-    server = SignServer(BrokerLogin(), tables=("t1",), err=err)
+    err, now = io.StringIO(), [0.0]
+    server = SignServer(BrokerLogin(), tables=("t1",), err=err, clock=lambda: now[0])
     server.take(f"{T}/t1/meter/main", meter(100, 1))
     for _ in range(3):
         server.take(f"{T}/t1/meter/main", b"{not json")
     server.take(f"{T}/t1/event", msg(kind="envy", seq="x"))
     assert err.getvalue() == f"sign: ignored a malformed message on {T}/t1/meter/main: not JSON\n"
-    assert server.problems == 3  # counted, said with the next line after 10 s
+    assert server.ignored.held == 3  # counted, said with the next line after 10 s
     assert server.floor.sources["table/t1"].meters["main"].cents == 100
-    server.problem_said -= 11
+    now[0] = 11
     server.take(f"{T}/t1/status", msg(status="maybe"))
     assert err.getvalue().splitlines()[1] == (
         f"sign: ignored a malformed message on {T}/t1/status: status 'maybe' is neither "

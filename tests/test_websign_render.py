@@ -82,7 +82,11 @@ def meter(
 
 
 def event(kind: str, seq: int, table: str = "tcp-07", **extra: Any) -> tuple[str, dict[str, Any]]:
-    return f"{T}/{table}/event", {"kind": kind, "table": table, "seq": seq, "round": 4, **extra}
+    # every key docs/mqtt.md's schema requires of the kind (a sign ignores an event without)
+    requires: dict[str, dict[str, Any]] = {"award_confirmed": {"by": "sup"}, "round_locked": {"seats": [3]}}
+    required = requires.get(kind, {})
+    body = {"kind": kind, "table": table, "seq": seq, "round": 4, "seat": 0, **required}
+    return f"{T}/{table}/event", {**body, **extra}
 
 
 def page(floor: Floor, config: dict[str, Any] = CONFIG, only: str = "table/tcp-07") -> str:

@@ -10,13 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from progressived.board.lights import Light
 from progressived.config.table import ConfigError, format_validation_error
+from progressived.runtime.config_files import StrictModel
 from progressived_drivers import protocol as p
 
 
-class BoardSettings(BaseModel):
+class BoardSettings(StrictModel):
     """The ``[board]`` section of the controller configuration."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     port: str = Field(min_length=1)
     baudrate: int = Field(default=115200, gt=0)

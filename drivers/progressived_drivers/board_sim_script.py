@@ -72,59 +72,13 @@ async def run_sim_command(sim: SimulatedBoard, line: str) -> bool:
     except ValueError as exc:
         raise SimCommandError(f"cannot read line: {exc}") from None
     verb, args = words[0].lower(), words[1:]
-
-    def want(count: int, usage: str) -> None:
-        if len(args) != count:
-            raise SimCommandError(f"usage: {usage}")
-
-    def number(value: str, kind: type[int] | type[float] = int) -> float:
-        try:
-            out = kind(value)
-        except ValueError:
-            raise SimCommandError(f"not a number: {value!r}") from None
-        if out < 0:
-            raise SimCommandError(f"must not be negative: {value!r}")
-        return out
-
-    if verb in ("bet", "place"):
-        want(1, "bet SEAT")
-        sim.place_bet(int(number(args[0])))
-    elif verb in ("unbet", "remove"):
-        want(1, "unbet SEAT")
-        sim.remove_bet(int(number(args[0])))
-    elif verb in ("key", "press"):
-        want(1, "key CODE")
-        sim.press(args[0])
-    elif verb == "supervisor":
-        if len(args) != 1 or args[0].lower() not in ("on", "off"):
-            raise SimCommandError("usage: supervisor on|off")
-        sim.supervisor(args[0].lower() == "on")
-    elif verb == "unplug":
-        want(0, "unplug")
-        sim.unplug()
-        sim._out("unplugged")
-    elif verb == "replug":
-        want(0, "replug")
-        sim._out(f"replugged {sim.replug()} -> {sim.path}")
-    elif verb == "freeze":
-        want(0, "freeze")
-        sim.freeze()
-    elif verb == "thaw":
-        want(0, "thaw")
-        sim.thaw()
-    elif verb == "reboot":
-        want(0, "reboot")
-        sim.reboot()
-    elif verb == "noise":
-        want(1, "noise N")
-        sim.inject_noise(min(int(number(args[0])), 1 << 20))
-    elif verb == "error":
-        if len(args) < 2:
-            raise SimCommandError("usage: error CODE TEXT")
-        sim.report_error(int(number(args[0])) & 0xFF, " ".join(args[1:])[: p.MAX_TEXT_LEN])
+    if verb in _PLAY:
+        _play(sim, verb, args)
+    elif verb in _FAULTS:
+        _fault(sim, verb, args)
     elif verb == "sleep":
-        want(1, "sleep SECONDS")
-        await asyncio.sleep(number(args[0], float))
+        _want(args, 1, "sleep SECONDS")
+        await asyncio.sleep(_number(args[0], float))
     elif verb == "lights":
         sim._out(format_lights(sim.lights))
     elif verb == "status":
@@ -134,3 +88,66 @@ async def run_sim_command(sim: SimulatedBoard, line: str) -> bool:
     else:
         raise SimCommandError(f"unknown command {verb!r} (try: help)")
     return True
+
+
+_PLAY = frozenset({"bet", "place", "unbet", "remove", "key", "press", "supervisor"})
+_FAULTS = frozenset({"unplug", "replug", "freeze", "thaw", "reboot", "noise", "error"})
+
+
+def _play(sim: SimulatedBoard, verb: str, args: list[str]) -> None:
+    """What a dealer and players do: bets on and off the sensors, keys, the supervisor key."""
+    if verb in ("bet", "place"):
+        _want(args, 1, "bet SEAT")
+        sim.place_bet(int(_number(args[0])))
+    elif verb in ("unbet", "remove"):
+        _want(args, 1, "unbet SEAT")
+        sim.remove_bet(int(_number(args[0])))
+    elif verb in ("key", "press"):
+        _want(args, 1, "key CODE")
+        sim.press(args[0])
+    elif verb == "supervisor":
+        if len(args) != 1 or args[0].lower() not in ("on", "off"):
+            raise SimCommandError("usage: supervisor on|off")
+        sim.supervisor(args[0].lower() == "on")
+
+
+def _fault(sim: SimulatedBoard, verb: str, args: list[str]) -> None:
+    """A fault a real board or its cable can have: unplugged, frozen, rebooted, noisy, erring."""
+    if verb == "unplug":
+        _want(args, 0, "unplug")
+        sim.unplug()
+        sim._out("unplugged")
+    elif verb == "replug":
+        _want(args, 0, "replug")
+        sim._out(f"replugged {sim.replug()} -> {sim.path}")
+    elif verb == "freeze":
+        _want(args, 0, "freeze")
+        sim.freeze()
+    elif verb == "thaw":
+        _want(args, 0, "thaw")
+        sim.thaw()
+    elif verb == "reboot":
+        _want(args, 0, "reboot")
+        sim.reboot()
+    elif verb == "noise":
+        _want(args, 1, "noise N")
+        sim.inject_noise(min(int(_number(args[0])), 1 << 20))
+    elif verb == "error":
+        if len(args) < 2:
+            raise SimCommandError("usage: error CODE TEXT")
+        sim.report_error(int(_number(args[0])) & 0xFF, " ".join(args[1:])[: p.MAX_TEXT_LEN])
+
+
+def _want(args: list[str], count: int, usage: str) -> None:
+    if len(args) != count:
+        raise SimCommandError(f"usage: {usage}")
+
+
+def _number(value: str, kind: type[int] | type[float] = int) -> float:
+    try:
+        out = kind(value)
+    except ValueError:
+        raise SimCommandError(f"not a number: {value!r}") from None
+    if out < 0:
+        raise SimCommandError(f"must not be negative: {value!r}")
+    return out

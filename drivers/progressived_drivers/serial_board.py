@@ -181,7 +181,7 @@ class SerialBoardDriver(BoardReceiver):
             except (OSError, serial.SerialException, ValueError) as exc:
                 self._counters["connect_failures"] += 1
                 delay = backoff.next()
-                self._log.connect_failed(str(exc), delay, self._now())
+                self._log.connect_failed(str(exc), delay)
                 await self._sleep(delay)
                 continue
             self._counters["reconnects" if opened_before else "connects"] += 1

@@ -147,19 +147,7 @@ class BoardReceiver:
         """
         required = self._required_seats()
         if hello.seats < required:
-            # every seat of the table needs a sensor and a light: a smaller board would
-            # leave seats that can never see a wager. Refused until a bigger board answers.
-            self._counters["too_few_seats"] += 1
-            self._log.repeated(
-                "error",
-                "board.too_few_seats",
-                board_id=hello.board_id,
-                board_seats=hello.seats,
-                seats=required,
-            )
-            if self._online:  # replaced by a smaller board: its frames are not the old one's
-                self._go_offline(f"board has {hello.seats} seats, the table {required}")
-            self._have_hello = False
+            self._too_few_seats(hello, required)
             return
         now = self._now()
         same_boot = hello.board_id == self._board_id and hello.boot_id == self._boot_id
@@ -196,6 +184,21 @@ class BoardReceiver:
         self._send(p.KeyAck(self._acked_key))
         if self._lights is not None:
             self._send_lights()
+
+    def _too_few_seats(self, hello: p.Hello, required: int) -> None:
+        """Every seat of the table needs a sensor and a light: a smaller board would leave
+        seats that can never see a wager. Refused until a bigger board answers."""
+        self._counters["too_few_seats"] += 1
+        self._log.repeated(
+            "error",
+            "board.too_few_seats",
+            board_id=hello.board_id,
+            board_seats=hello.seats,
+            seats=required,
+        )
+        if self._online:  # replaced by a smaller board: its frames are not the old one's
+            self._go_offline(f"board has {hello.seats} seats, the table {required}")
+        self._have_hello = False
 
     def _table_seats(self) -> int:
         """The table's seats: those the daemon lights, else ``[board] seats``, else the board's."""

@@ -5,7 +5,8 @@ also make a log line. A babbling line (a wrong baud rate, a broken cable, a boar
 one bad frame) can produce thousands of bad frames a second: logging each would flood the
 journal and hide everything else. So at most ``burst`` warnings are logged per ``window_s``;
 the rest are only counted, and the first warning after a quiet spell says how many were
-suppressed since the last one logged.
+suppressed since the last one logged. The limits are the product's one log throttle
+(:class:`progressived.runtime.ratelimit.RateLimitedLog`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from progressived.runtime.ratelimit import RateLimitedLog
 from progressived_drivers import protocol as p
 
 log = structlog.get_logger("drivers.wire")
@@ -54,33 +56,19 @@ class WireErrorLog:
         clock: Callable[[], float] = time.monotonic,
         context: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        self.burst = burst
-        self.window_s = window_s
-        self._clock = clock
+        self._limit = RateLimitedLog(burst, window_s, logger=log, clock=clock)
         self._context = context
-        self._window_start: float | None = None
-        self._in_window = 0
         self.logged = 0  # warnings written
-        self.suppressed = 0  # wire errors not logged because of the rate limit (in total)
-        self._suppressed_since_last = 0
+
+    @property
+    def suppressed(self) -> int:
+        """Wire errors not logged because of the rate limit (in total)."""
+        return self._limit.suppressed
 
     def report(self, kind: str, sample: bytes, **fields: Any) -> bool:
         """One wire error of ``kind`` with the offending bytes; True when it was logged."""
-        now = self._clock()
-        if self._window_start is None or now - self._window_start >= self.window_s:
-            self._window_start = now
-            self._in_window = 0
-        if self._in_window >= self.burst:
-            self.suppressed += 1
-            self._suppressed_since_last += 1
-            return False
-        self._in_window += 1
-        self.logged += 1
         extra = dict(self._context()) if self._context is not None else {}
-        if self._suppressed_since_last:
-            extra["suppressed_before"] = self._suppressed_since_last
-            self._suppressed_since_last = 0
-        log.warning(
+        logged = self._limit.warning(
             "board wire error",
             kind=kind,
             sample=hex_sample(sample),
@@ -88,7 +76,8 @@ class WireErrorLog:
             **extra,
             **fields,
         )
-        return True
+        self.logged += logged
+        return logged
 
 
 class DriverLog:
@@ -104,10 +93,9 @@ class DriverLog:
         self.port = port
         self.context: dict[str, Any] = {}
         self._failures = 0
-        self._failure_logged_at = -1e9
         self._counters = counters
-        self._repeated: dict[str, tuple[float, int]] = {}  # event -> (logged at, suppressed)
-        self._clock = clock
+        self._connect_log = RateLimitedLog(1, CONNECT_FAILED_LOG_EVERY_S, clock=clock)
+        self._repeated = RateLimitedLog(1, REPEATED_LOG_EVERY_S, clock=clock)  # per event
         self._wire = WireErrorLog(
             burst=WIRE_LOG_BURST,
             window_s=WIRE_LOG_WINDOW_S,
@@ -130,11 +118,10 @@ class DriverLog:
     def exception(self, event: str, **fields: Any) -> None:
         self._line("exception", event, fields)
 
-    def connect_failed(self, error: str, retry_in_s: float, now: float) -> None:
+    def connect_failed(self, error: str, retry_in_s: float) -> None:
         """The port cannot be opened: a warning per failing streak, then one a minute."""
         self._failures += 1
-        if self._failures == 1 or now - self._failure_logged_at >= CONNECT_FAILED_LOG_EVERY_S:
-            self._failure_logged_at = now
+        if self._connect_log.admit() is not None:
             self.warning(
                 "board.connect_failed", error=error, attempts=self._failures, retry_in_s=retry_in_s
             )
@@ -144,19 +131,17 @@ class DriverLog:
 
         The line after a quiet spell carries ``suppressed_before=N``. True when logged.
         """
-        now = self._clock()
-        logged_at, suppressed = self._repeated.get(event, (-1e18, 0))
-        if now - logged_at < REPEATED_LOG_EVERY_S:
-            self._repeated[event] = (logged_at, suppressed + 1)
+        held = self._repeated.admit(event)
+        if held is None:
             return False
-        self._repeated[event] = (now, 0)
-        if suppressed:
-            fields["suppressed_before"] = suppressed
+        if held:
+            fields["suppressed_before"] = held
         self._line(level, event, fields)
         return True
 
     def connected(self) -> None:
         self._failures = 0
+        self._connect_log.forget()  # the next failure starts a streak: said at once
 
     def adopt_context(self) -> None:
         """Take the caller's (the daemon's) structlog context: its table and current round."""

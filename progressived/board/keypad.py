@@ -29,8 +29,22 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, assert_never, runtime_checkable
 
+from progressived.board.keystates import (
+    Action,
+    AfterSeat,
+    AfterSupervisor,
+    AfterVoid,
+    Function,
+    HandKey,
+    OtherHandKey,
+    Pending,
+    SamePlayerSeats,
+    SeatKey,
+    describe,
+    label,
+)
 from progressived.engine.commands import (
     Command,
     Confirm,
@@ -43,6 +57,7 @@ from progressived.engine.commands import (
 )
 
 MAX_SEATS = 12
+VOID_PROMPT = "VOID: press CONFIRM to void the round"
 
 
 class KeyCodes(Protocol):
@@ -118,15 +133,6 @@ class KeyOutcome:
         return self.kind is OutcomeKind.REFUSED
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    what: str  # seat | same | void | supervisor
-    since: datetime | None
-    seat: int = 0
-    seats: tuple[int, ...] = ()
-    supervisor: bool = False
-
-
 def _parse_at(at: str) -> datetime | None:
     try:
         return datetime.fromisoformat(at)
@@ -145,25 +151,25 @@ class KeypadInterpreter:
         self.keymap = keymap
         self.seats = seats
         self.hand_ids = tuple(hand_ids)
-        self._actions: dict[str, tuple[str, Any]] = {
-            keymap.lock: ("LOCK", None),
-            keymap.supervisor: ("SUPERVISOR", None),
-            keymap.confirm: ("CONFIRM", None),
-            keymap.reject: ("REJECT", None),
-            keymap.void: ("VOID", None),
-            keymap.same_player: ("SAME-PLAYER", None),
-            keymap.reconcile: ("RECONCILE", None),
-            keymap.clear: ("CLEAR", None),
+        self._actions: dict[str, Action] = {
+            keymap.lock: Function.LOCK,
+            keymap.supervisor: Function.SUPERVISOR,
+            keymap.confirm: Function.CONFIRM,
+            keymap.reject: Function.REJECT,
+            keymap.void: Function.VOID,
+            keymap.same_player: Function.SAME_PLAYER,
+            keymap.reconcile: Function.RECONCILE,
+            keymap.clear: Function.CLEAR,
         }
         for n, code in enumerate(keymap.seats, start=1):
-            self._actions[code] = ("SEAT", n)
+            self._actions[code] = SeatKey(n)
         for hand, code in keymap.hand_codes(self.hand_ids).items():
             if code in self._actions:
                 raise KeypadError(f"key code {code!r} used for hand {hand} and another function")
-            self._actions[code] = ("HAND", hand)
+            self._actions[code] = HandKey(hand)
         for hand, code in keymap.hands.items():  # keys of hands not in this paytable
-            self._actions.setdefault(code, ("OTHER-HAND", hand))
-        self._pending: _Pending | None = None
+            self._actions.setdefault(code, OtherHandKey(hand))
+        self._pending: Pending | None = None
         self.supervisor_on = False
 
     @property
@@ -193,12 +199,12 @@ class KeypadInterpreter:
         if pending is not None and pending.since is not None and now is not None:
             waited = (now - pending.since).total_seconds()
             if waited > self.keymap.sequence_timeout_s:
-                note = f"({self._describe(pending)} timed out) "
+                note = f"({describe(pending)} timed out) "
                 self._pending = pending = None
         action = self._actions.get(code)
         if action is None:
             return self._refuse(f"{note}unknown key {code!r}")
-        outcome = self._step(action[0], action[1], at, now)
+        outcome = self._step(action, at, now)
         if note:
             return KeyOutcome(outcome.kind, note + outcome.display, outcome.command)
         return outcome
@@ -208,10 +214,10 @@ class KeypadInterpreter:
     def _refuse(self, why: str) -> KeyOutcome:
         dropped = self._pending
         self._pending = None
-        tail = f"; {self._describe(dropped)} cancelled" if dropped is not None else ""
+        tail = f"; {describe(dropped)} cancelled" if dropped is not None else ""
         return KeyOutcome(OutcomeKind.REFUSED, f"REFUSED: {why}{tail}")
 
-    def _wait(self, pending: _Pending, display: str) -> KeyOutcome:
+    def _wait(self, pending: Pending, display: str) -> KeyOutcome:
         self._pending = pending
         return KeyOutcome(OutcomeKind.PENDING, display)
 
@@ -219,96 +225,108 @@ class KeypadInterpreter:
         self._pending = None
         return KeyOutcome(OutcomeKind.COMMAND, display, command)
 
-    @staticmethod
-    def _describe(pending: _Pending) -> str:
-        if pending.what == "seat":
-            return f"SEAT {pending.seat}"
-        if pending.what == "same":
-            return "SAME-PLAYER"
-        return pending.what.upper()
-
     def _actor(self, supervisor: bool) -> str:
         return "supervisor" if supervisor else "dealer"
 
-    def _step(self, name: str, arg: Any, at: str, now: datetime | None) -> KeyOutcome:
+    def _step(self, action: Action, at: str, now: datetime | None) -> KeyOutcome:
+        """One key: the keys that mean the same in every state, then the pending state's
+        own handler (one per state)."""
         pending = self._pending
-        sup = self.supervisor_on
-        if name == "CLEAR":
+        if action is Function.CLEAR:
             if pending is None:
                 return KeyOutcome(OutcomeKind.CLEARED, "CLEAR: nothing to clear")
             self._pending = None
-            return KeyOutcome(OutcomeKind.CLEARED, f"CLEAR: {self._describe(pending)} cancelled")
-        if name == "OTHER-HAND":
-            return self._refuse(f"hand {arg} is not in this table's paytable")
-        if name == "SEAT" and arg > self.seats:
-            return self._refuse(f"there is no seat {arg} at this table ({self.seats} seats)")
-
-        if pending is not None and pending.what == "seat":
-            if name == "HAND":
-                return self._done(
-                    KeyHand(seat=pending.seat, hand=arg, at=at, actor="dealer"),
-                    f"SEAT {pending.seat} {arg}",
-                )
-            return self._refuse(f"SEAT {pending.seat} must be followed by a hand key, not {name}")
-
-        if pending is not None and pending.what == "same":
-            if name == "SEAT":
-                if arg in pending.seats:
-                    return self._refuse(f"seat {arg} pressed twice in SAME-PLAYER")
-                seats = (*pending.seats, arg)
-                return self._wait(
-                    _Pending("same", now, seats=seats),
-                    "SAME-PLAYER " + " ".join(map(str, seats)) + ": more seats, then SAME",
-                )
-            if name in ("SAME-PLAYER", "CONFIRM"):
-                if len(pending.seats) < 2:
-                    return self._refuse("SAME-PLAYER needs at least two seats")
-                return self._done(
-                    SamePlayer(seats=frozenset(pending.seats), at=at, actor="dealer"),
-                    "SAME-PLAYER " + " ".join(map(str, pending.seats)),
-                )
-            return self._refuse(f"SAME-PLAYER takes seat keys, then SAME; not {name}")
-
-        if pending is not None and pending.what == "void":
-            if name == "CONFIRM":
-                auth = pending.supervisor or sup
-                return self._done(Void(supervisor=auth, at=at, actor=self._actor(auth)), "VOID")
-            return self._refuse(f"VOID must be followed by CONFIRM, not {name}")
-
-        if pending is not None and pending.what == "supervisor":
-            if name == "CONFIRM":
-                return self._done(Confirm(supervisor=True, at=at, actor="supervisor"), "CONFIRM")
-            if name == "REJECT":
-                return self._done(Reject(supervisor=True, at=at, actor="supervisor"), "REJECT")
-            if name == "VOID":
-                return self._wait(
-                    _Pending("void", now, supervisor=True), "VOID: press CONFIRM to void the round"
-                )
+            return KeyOutcome(OutcomeKind.CLEARED, f"CLEAR: {describe(pending)} cancelled")
+        if isinstance(action, OtherHandKey):
+            return self._refuse(f"hand {action.hand} is not in this table's paytable")
+        if isinstance(action, SeatKey) and action.seat > self.seats:
             return self._refuse(
-                f"SUPERVISOR must be followed by CONFIRM, REJECT or VOID, not {name}"
+                f"there is no seat {action.seat} at this table ({self.seats} seats)"
             )
+        match pending:
+            case None:
+                return self._idle(action, at, now)
+            case AfterSeat():
+                return self._after_seat(pending, action, at)
+            case SamePlayerSeats():
+                return self._same_player(pending, action, at, now)
+            case AfterVoid():
+                return self._after_void(pending, action, at)
+            case AfterSupervisor():
+                return self._after_supervisor(action, at, now)
+            case _:
+                assert_never(pending)
 
-        # nothing pending
-        if name == "LOCK":
-            return self._done(Lock(at=at, actor="dealer"), "LOCK")
-        if name == "SEAT":
-            return self._wait(_Pending("seat", now, seat=arg), f"SEAT {arg}: press the hand")
-        if name == "HAND":
-            return self._refuse(f"press a seat before the hand ({arg})")
-        if name == "CONFIRM":
-            return self._done(Confirm(supervisor=sup, at=at, actor=self._actor(sup)), "CONFIRM")
-        if name == "REJECT":
-            return self._done(Reject(supervisor=sup, at=at, actor=self._actor(sup)), "REJECT")
-        if name == "VOID":
-            return self._wait(
-                _Pending("void", now, supervisor=sup), "VOID: press CONFIRM to void the round"
+    def _after_seat(self, pending: AfterSeat, action: Action, at: str) -> KeyOutcome:
+        if isinstance(action, HandKey):
+            return self._done(
+                KeyHand(seat=pending.seat, hand=action.hand, at=at, actor="dealer"),
+                f"SEAT {pending.seat} {action.hand}",
             )
-        if name == "SAME-PLAYER":
-            return self._wait(_Pending("same", now), "SAME-PLAYER: press the seats, then SAME")
-        if name == "RECONCILE":
-            return self._done(Reconcile(at=at, actor="dealer"), "RECONCILE")
-        if name == "SUPERVISOR":
+        return self._refuse(
+            f"SEAT {pending.seat} must be followed by a hand key, not {label(action)}"
+        )
+
+    def _same_player(
+        self, pending: SamePlayerSeats, action: Action, at: str, now: datetime | None
+    ) -> KeyOutcome:
+        if isinstance(action, SeatKey):
+            if action.seat in pending.seats:
+                return self._refuse(f"seat {action.seat} pressed twice in SAME-PLAYER")
+            seats = (*pending.seats, action.seat)
             return self._wait(
-                _Pending("supervisor", now), "SUPERVISOR: press CONFIRM, REJECT or VOID"
+                SamePlayerSeats(now, seats),
+                "SAME-PLAYER " + " ".join(map(str, seats)) + ": more seats, then SAME",
             )
-        return self._refuse(f"key {name} makes no sense here")
+        if action in (Function.SAME_PLAYER, Function.CONFIRM):
+            if len(pending.seats) < 2:
+                return self._refuse("SAME-PLAYER needs at least two seats")
+            return self._done(
+                SamePlayer(seats=frozenset(pending.seats), at=at, actor="dealer"),
+                "SAME-PLAYER " + " ".join(map(str, pending.seats)),
+            )
+        return self._refuse(f"SAME-PLAYER takes seat keys, then SAME; not {label(action)}")
+
+    def _after_void(self, pending: AfterVoid, action: Action, at: str) -> KeyOutcome:
+        if action is Function.CONFIRM:
+            auth = pending.supervisor or self.supervisor_on
+            return self._done(Void(supervisor=auth, at=at, actor=self._actor(auth)), "VOID")
+        return self._refuse(f"VOID must be followed by CONFIRM, not {label(action)}")
+
+    def _after_supervisor(self, action: Action, at: str, now: datetime | None) -> KeyOutcome:
+        if action is Function.CONFIRM:
+            return self._done(Confirm(supervisor=True, at=at, actor="supervisor"), "CONFIRM")
+        if action is Function.REJECT:
+            return self._done(Reject(supervisor=True, at=at, actor="supervisor"), "REJECT")
+        if action is Function.VOID:
+            return self._wait(AfterVoid(now, supervisor=True), VOID_PROMPT)
+        return self._refuse(
+            f"SUPERVISOR must be followed by CONFIRM, REJECT or VOID, not {label(action)}"
+        )
+
+    def _idle(self, action: Action, at: str, now: datetime | None) -> KeyOutcome:
+        """Nothing pending: a key that stands alone, or the first key of a sequence."""
+        sup = self.supervisor_on
+        match action:
+            case Function.LOCK:
+                return self._done(Lock(at=at, actor="dealer"), "LOCK")
+            case SeatKey(seat):
+                return self._wait(AfterSeat(now, seat), f"SEAT {seat}: press the hand")
+            case HandKey(hand):
+                return self._refuse(f"press a seat before the hand ({hand})")
+            case Function.CONFIRM:
+                return self._done(Confirm(supervisor=sup, at=at, actor=self._actor(sup)), "CONFIRM")
+            case Function.REJECT:
+                return self._done(Reject(supervisor=sup, at=at, actor=self._actor(sup)), "REJECT")
+            case Function.VOID:
+                return self._wait(AfterVoid(now, supervisor=sup), VOID_PROMPT)
+            case Function.SAME_PLAYER:
+                return self._wait(SamePlayerSeats(now), "SAME-PLAYER: press the seats, then SAME")
+            case Function.RECONCILE:
+                return self._done(Reconcile(at=at, actor="dealer"), "RECONCILE")
+            case Function.SUPERVISOR:
+                return self._wait(AfterSupervisor(now), "SUPERVISOR: press CONFIRM, REJECT or VOID")
+            case Function.CLEAR | OtherHandKey():  # answered by _step before any state
+                return self._refuse(f"key {label(action)} makes no sense here")
+            case _:
+                assert_never(action)

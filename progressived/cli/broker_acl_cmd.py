@@ -52,6 +52,12 @@ def register(sub: Any) -> None:
         help="a sign's user name, read only (repeat for each sign)",
     )
     p.add_argument(
+        "--archive",
+        metavar="USER",
+        help="the archive's user name (docs/archive.md): its account, and the tables' rows "
+        "and head topics",
+    )
+    p.add_argument(
         "--passwd",
         action="store_true",
         help="print the mosquitto_passwd commands for every account instead of the ACL",
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"progressivectl broker-acl: {line}", file=sys.stderr)
         return Exit.USAGE
 
-    if not args.link_config and not args.table_config and not args.sign:
+    if not args.link_config and not args.table_config and not args.sign and not args.archive:
         return refuse("name the link controllers' files (--link-config), tables or signs")
     try:
         link_files = [load_link_config(path) for path in args.link_config]
@@ -109,13 +115,18 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         acl = floor_acl(
-            prefixes.pop() if prefixes else "progressive", links, args.sign, tables=singles
+            prefixes.pop() if prefixes else "progressive",
+            links,
+            args.sign,
+            tables=singles,
+            archive=args.archive,
         )
     except AclError as exc:
         return refuse(str(exc))
     if args.passwd:
         accounts = [*members, *singles, *(link.username for link in links)]
-        print(passwd_steps([*accounts, *args.sign]), end="")
+        archive = [] if args.archive is None else [args.archive]
+        print(passwd_steps([*accounts, *args.sign, *archive]), end="")
     else:
         print(acl, end="")
     return Exit.OK

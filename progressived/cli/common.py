@@ -28,7 +28,9 @@ class Exit(IntEnum):
     FAILED = 1  # a check failed, the daemon refused, or the daemon stopped on a fault
     USAGE = 2  # bad usage, a bad configuration or input file, the daemon unreachable
     LEDGER_MISSING = 3  # no ledger (or no ledger directory): `progressived init` first
-    LEDGER_MISMATCH = 4  # another table's ledger, a newer schema, or not a ledger
+    # another table's ledger, a newer schema, not a ledger; or a configuration that would
+    # abandon a local meter's money in it (progressived.ledger.conversion)
+    LEDGER_MISMATCH = 4
     LEDGER_UNAVAILABLE = 5  # the ledger cannot be written (permissions, another writer)
     LEDGER_EXISTS = 6  # `progressived init` refused: there is a file at the ledger path
     CANNOT_LISTEN = 7  # a port or control socket it must listen on is taken or not bindable

@@ -127,9 +127,40 @@ def _render_status(status: dict[str, Any]) -> str:
     health = "ok" if ledger["ok"] else "UNAVAILABLE " + ledger["error"]
     lines.append(f"ledger: {health} (head {ledger['head_seq']})")
     lines.append(f"health: {status['health']}")
+    if "slips" in status:  # a table with a slip printer (docs/slips.md)
+        lines.append(_slips_line(status["slips"]))
     if "link" in status:  # a table that joined a link
         lines += _render_table_link(status["link"])
+    if "archive" in status:  # a table with an [archive] section
+        lines.append(_render_table_archive(status["archive"]))
     return "\n".join(lines)
+
+
+def _render_table_archive(archive: dict[str, Any]) -> str:
+    """How far behind the archive is, and whether it refuses the table's rows."""
+    if not archive["heard"]:
+        return (
+            f"archive: NOT HEARD yet; {archive['lag_rows']} rows only on this board "
+            f"(oldest {archive['lag_seconds']:.0f} s)"
+        )
+    line = (
+        f"archive {archive['archive']}: archived to row {archive['archived_seq']} of "
+        f"{archive['head_seq']}; {archive['lag_rows']} rows behind "
+        f"({archive['lag_seconds']:.0f} s)"
+    )
+    if archive["refused"] is not None:
+        refused = archive["refused"]
+        line += f"; REFUSED ({refused['code']}: {refused['reason']})"
+    return line
+
+
+def _slips_line(slips: dict[str, Any]) -> str:
+    """``slips: 2 unprinted; printer 10.0.0.9:9100 out-of-paper since ... (why)``."""
+    state = slips["state"]
+    line = f"slips: {slips['unprinted']} unprinted; printer {slips['printer']} {state}"
+    if state != "ready":
+        line += f" since {slips['since']} ({slips['error']})"
+    return line
 
 
 def _broker_line(broker: dict[str, Any]) -> str:
@@ -202,7 +233,8 @@ def render_answer(action: str, answer: dict[str, Any]) -> str:
         if not changes:
             return "no progressive parameter differs from the running ones: nothing changed"
         return "parameters changed (journaled):\n" + "\n".join(
-            f"  {key}: {change['old']} -> {change['new']}" for key, change in changes.items()
+            f"  {key}: {change['old']} -> {'(removed)' if change.get('removed') else change['new']}"
+            for key, change in changes.items()
         )
     lines = ["done (journaled)"]
     if "status" in answer:

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         report_cmd,
         sign_cmd,
         simulate_cmd,
+        slip_cmd,
     )
 
     parser = CliParser(
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     ledger_cmd.register_meters(sub)
     ledger_cmd.register_hits(sub)
+    slip_cmd.register(sub)
     link_ctl.register(sub)
     report_cmd.register(sub)
     broker_acl_cmd.register(sub)

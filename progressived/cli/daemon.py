@@ -44,6 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a ledger in a database whose lease another controller holds: exit 5 instead "
         "of waiting as a standby; a lease lost while serving: exit 5 instead of standing by",
     )
+    archive = sub.add_parser(
+        "archive",
+        help="run the archive: every table's ledger rows into the floor's database "
+        "(docs/archive.md)",
+        description="Receive every table's ledger rows over MQTT, check each table's hash "
+        "chain, store them in PostgreSQL and answer each table's archived head.",
+    )
+    archive.add_argument("--config", required=True, type=Path, metavar="FILE")
+    archive.add_argument(
+        "--init", action="store_true", help="make the archive's tables in an empty database, once"
+    )
     init = sub.add_parser(
         "init",
         help="create a new table's (or link's) ledger, once, before the first run",

@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 from progressived import __version__
-from progressived.cli import extras, link_cmd, preflight
+from progressived.cli import archive_cmd, extras, link_cmd, preflight
 from progressived.cli.common import Exit, ledger_status, print_config_error
 from progressived.config.daemon import DaemonConfig, load_daemon_config
+from progressived.config.slips import describe as describe_slips
 from progressived.config.table import ConfigError
 from progressived.core.money import display
 from progressived.daemon.selfcheck import run_selfcheck
@@ -32,12 +33,21 @@ from progressived.link.runtime.config import load_link_config
 from progressived.link.runtime.pairing import pair_problems
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.runtime.config_files import PasswordFileError
 from progressived.runtime.control import control_socket_problem
 from progressived.runtime.listen import ListenError
 
 
 def _load(path: Path, prog: str = "progressived") -> DaemonConfig | None:
     """The validated configuration, or ``None`` after printing why it is not valid."""
+    if archive_cmd.is_archive_file(path):
+        path = Path(os.path.abspath(path))
+        print(
+            f"{prog}: {path}: this is the archive's configuration ([archive] and no [table]): "
+            f"run `progressived archive --config {path}`",
+            file=sys.stderr,
+        )
+        return None
     if link_cmd.is_link_file(path):
         path = Path(os.path.abspath(path))
         print(
@@ -85,6 +95,8 @@ def check_config(
             print(f"progressived: {path}: {why}", file=sys.stderr)
             return Exit.USAGE
         return link_cmd.check_config(path, file_only=file_only, user=user)
+    if archive_cmd.is_archive_file(path):
+        return archive_cmd.check_config(path)
     try:
         config = load_daemon_config(path)
     except ConfigError as exc:
@@ -93,11 +105,14 @@ def check_config(
     if link is not None and not _pairs_with(config, link):
         return Exit.USAGE
     findings = [] if file_only else preflight.check(config, user)
-    return preflight.report(
+    status = preflight.report(
         findings,
         config.source,
         f"ok ({config.params.table_id}, paytable {config.params.paytable.id})",
     )
+    if status == Exit.OK:  # what the [slips] section makes of the payout slips
+        print(f"{config.source}: {describe_slips(config.slips, config.params.table_id)}")
+    return status
 
 
 def _pairs_with(config: DaemonConfig, link: Path) -> bool:
@@ -130,6 +145,9 @@ def run(config: DaemonConfig) -> int:
     except ListenError as exc:  # a port or the control socket is taken: nothing started
         print(f"progressived: {exc}", file=sys.stderr)
         return Exit.CANNOT_LISTEN
+    except PasswordFileError as exc:  # [mqtt] password_file, read at start: nothing started
+        print(f"progressived: {config.source}: mqtt.password_file: {exc}", file=sys.stderr)
+        return Exit.USAGE
     if status == Exit.INTERRUPTED:
         print("progressived: interrupted", file=sys.stderr)
     return status
@@ -180,16 +198,28 @@ def self_check(config: DaemonConfig) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    """Run the subcommand ``args`` names; its exit status."""
     if args.command == "check-config":
         return check_config(
             args.config, file_only=args.file_only, user_name=args.user, link=args.link
         )
     if args.command == "completion":
         return int(args.handler(args))
-    if args.command == "demo" and (missing := extras.web_missing("progressived demo")):
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "link":
+        return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
+    if args.command == "archive":
+        return archive_cmd.run(args.config, init=args.init)
+    return _file_command(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """``progressived demo``: one table, a linked meter across tables, or the HA link."""
+    if missing := extras.web_missing("progressived demo"):
         print(missing, file=sys.stderr)  # the demo shows its meter on a web sign too
         return Exit.MISSING_REQUIREMENT
-    if args.command == "demo" and args.tables != 1:
+    if args.tables != 1:
         if args.tables < 2:
             why = "--tables wants N >= 2 (1 is the single table)"
             print(f"progressived demo: {why}", file=sys.stderr)
@@ -205,17 +235,19 @@ def dispatch(args: argparse.Namespace) -> int:
         return run_link_demo(
             tables=args.tables, headless=args.headless, workdir=args.workdir, keep=args.keep
         )
-    if args.command == "demo" and args.ha:
+    if args.ha:
         print("progressived demo: --ha wants --tables N (N >= 2)", file=sys.stderr)
         return Exit.USAGE
-    if args.command == "demo":
-        from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
+    from progressived.demo.table import run_demo  # noqa: PLC0415 - only the demo needs its imports
 
-        return run_demo(
-            headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
-        )
-    if args.command == "link":
-        return link_cmd.run(args.config, check=args.check, standby=not args.no_standby)
+    return run_demo(
+        headless=args.headless, rounds=args.rounds, workdir=args.workdir, keep=args.keep
+    )
+
+
+def _file_command(args: argparse.Namespace) -> int:
+    """``run``, ``init``, ``self-check`` of a table's file (``init`` and ``self-check`` of a
+    link controller's file too)."""
     if args.command in ("init", "self-check") and link_cmd.is_link_file(args.config):
         if (link := link_cmd.load(args.config)) is None:
             return Exit.USAGE

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progressived.cli import verify_modes
+from progressived.cli import restore_cmd, verify_modes
 from progressived.cli.common import progress
 from progressived.ledger import LedgerError, reports
 from progressived.ledger.audit_copy import readable
@@ -66,6 +66,7 @@ def register(sub: Any) -> None:
     )
     e.add_argument("--output", type=Path, metavar="FILE", help="write here, not to stdout")
     e.set_defaults(handler=run_export)
+    restore_cmd.register(lsub)  # a dead board's ledger from the archive (docs/archive.md)
 
 
 def register_meters(sub: Any) -> None:

@@ -27,6 +27,7 @@ from progressived.ledger.audit_copy import readable
 from progressived.link.runtime.config import LinkConfig, is_link_config, load_link_config
 from progressived.runtime import logs
 from progressived.runtime.clock import utc_now
+from progressived.runtime.config_files import PasswordFileError
 from progressived.runtime.control import control_socket_problem
 from progressived.runtime.listen import ListenError
 from progressived.storage.location import shown
@@ -142,6 +143,9 @@ def run(path: Path, *, check: bool = False, standby: bool = True) -> int:
     except ListenError as exc:  # a port or the control socket is taken: nothing started
         print(f"progressived link: {exc}", file=sys.stderr)
         return Exit.CANNOT_LISTEN
+    except PasswordFileError as exc:  # [mqtt] password_file, read at start
+        print(f"progressived link: {config.source}: mqtt.password_file: {exc}", file=sys.stderr)
+        return Exit.USAGE
     if status == Exit.INTERRUPTED:
         print("progressived: interrupted", file=sys.stderr)  # as the Ctrl-C guard says it
     return status

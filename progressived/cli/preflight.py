@@ -6,8 +6,9 @@ can start, checked without creating or changing anything.
 reason``: the ledger directory and the ledger (a missing ledger is never an empty one:
 ``progressived init`` creates it), that it is a progressived ledger of the right kind and
 owner (this table's, or this link's), that the user may open it for writing (the ledger,
-its ``-wal``/``-shm`` and ``.lock`` files, or the directory to create them in), and the
-control socket's group. Reading the ledger leaves nothing beside it
+its ``-wal``/``-shm`` and ``.lock`` files, or the directory to create them in), that the
+configuration abandons no local meter's money (:mod:`progressived.ledger.conversion`),
+and the control socket's group. Reading the ledger leaves nothing beside it
 (:func:`progressived.ledger.readonly.connect_untouched`).
 """
 
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from progressived.cli import access
 from progressived.cli.common import Exit, ledger_status
-from progressived.ledger import LedgerError, schema
+from progressived.ledger import LedgerError, conversion, schema
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import LedgerMissing
 from progressived.ledger.readonly import connect_untouched
@@ -179,7 +180,23 @@ def not_the_owners(path: Path, meta: Mapping[str, str], owner: Owner) -> str | N
 def table_ledger(config: DaemonConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:
     init = f"initialise a new table's ledger with `progressived init --config {config.source}`"
     owner = Owner("table", config.params.table_id, "table.id")
-    return ledger_file(config.ledger.path, owner, init, user)
+    found = ledger_file(config.ledger.path, owner, init, user)
+    if any(f.error for f in found) or not os.access(config.ledger.path, os.R_OK):
+        return found
+    return conversion_refused(config) + found
+
+
+def conversion_refused(config: DaemonConfig) -> list[Finding]:
+    """The ledger's local meters against the configuration's: a meter that holds money and
+    that the configuration makes linked or drops is refused with status 4
+    (:mod:`progressived.ledger.conversion`), before ``run`` journals anything."""
+    try:
+        conversion.check_file(config.ledger.path, config.params)
+    except conversion.ConversionRefused as exc:
+        return [Finding("progressive.meters", str(exc), error=True, status=Exit.LEDGER_MISMATCH)]
+    except LedgerError as exc:
+        return [_error(str(exc), ledger_status(exc))]
+    return []
 
 
 def link_ledger(config: LinkConfig, user: pwd.struct_passwd | None = None) -> list[Finding]:

@@ -5,7 +5,7 @@ Exit status: 0 every meter's variance is 0 and verify passed over the period; 1 
 is not 0 or verify failed (the report is still written, naming it); 2 bad usage, a bad
 ``[site]`` section or period, a ledger that cannot be read, an output that cannot be
 written; 3 a ledger is missing; 4 a file is not a ledger; 8 `--html` or `--pdf` without
-the report extra (matplotlib, reportlab). Read-only, safe while the
+the report extra (matplotlib). Read-only, safe while the
 daemons write.
 """
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from typing import Any
 from progressived import __version__
 from progressived.cli.common import progress
 from progressived.config.paytables import PaytableError, find_paytable
+from progressived.config.slips import SlipsSection, slip_rules
 from progressived.config.table import ConfigError, load_table_params, with_overrides
 from progressived.core.money import MoneyError, dollars
 from progressived.core.params import (
@@ -24,9 +24,7 @@ from progressived.core.params import (
     sub_cent,
     validate,
 )
-from progressived.core.wirejson import loads_object
 from progressived.engine.simulate import (
-    MAX_SCRIPT_BYTES,
     SCRIPT_HELP,
     ScriptError,
     Simulation,
@@ -34,8 +32,9 @@ from progressived.engine.simulate import (
     render_text,
 )
 from progressived.ledger import Ledger, LedgerError, LedgerMismatch
+from progressived.ledger.identity import ledger_identity
 from progressived.ledger.sink import LedgerSink
-from progressived.ledger.store import connect_readonly
+from progressived.ledger.slips import SlipIssuer
 
 PROGRESS_EVERY = 500  # script lines between two progress updates
 
@@ -109,33 +108,6 @@ def _params(args: argparse.Namespace) -> TableParams:
     )
 
 
-def ledger_identity(path: Path) -> tuple[str, str]:
-    """The table and the current paytable a ledger was written for (read-only).
-
-    The paytable is the one of the ``ledger_created`` row, or of the last recorded
-    ``parameter_changed`` that changed it.
-    """
-    conn = connect_readonly(path)
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        paytable = ""
-        for kind, data in conn.execute(
-            "SELECT kind, data FROM journal WHERE kind IN ('ledger_created', "
-            "'parameter_changed') ORDER BY seq"
-        ):
-            detail = loads_object(data, max_bytes=MAX_SCRIPT_BYTES)  # any file may be given
-            if kind == "ledger_created":
-                paytable = str(detail.get("paytable", ""))
-            elif isinstance(change := detail.get("changes", {}).get("paytable"), dict):
-                paytable = str(change.get("new", paytable))
-    except (sqlite3.Error, ValueError) as exc:
-        why = f"{path}: cannot read the ledger's table and paytable: {exc}"
-        raise LedgerMismatch(why) from None
-    finally:
-        conn.close()
-    return str(meta.get("table_id", "")), paytable
-
-
 def _check_identity(path: Path, params: TableParams) -> None:
     """Refuse to mix a simulation into a ledger written for another table or paytable."""
     if not path.exists():
@@ -181,6 +153,8 @@ def _run_with_ledger(path: Path, params: TableParams, text: str, script: str) ->
         sim = Simulation(params, clock=utc_now)
         sim.restore(led.state)
         sim.sink = LedgerSink(led, utc_now)
+        # Payout slips with the awards, as the daemon journals them (default [slips] rules).
+        led.issue_slips(SlipIssuer(slip_rules(SlipsSection(), params.table_id), lambda: params))
         done = len(sim.rejected)
 
         def journal_rejections(number: int) -> None:

@@ -2,9 +2,10 @@
 
 Sections: ``[table]`` and ``[progressive]`` (the engine, see :mod:`progressived.config.table`),
 ``[board]`` (the driver plugin and its own settings), ``[keypad]``, ``[mqtt]``,
-``[ledger]``, ``[metrics]``, ``[control]``, ``[log]`` and, for a table with linked meters,
-``[link]``. Any problem raises
-:class:`~progressived.config.table.ConfigError` naming the file, the key and the reason.
+``[ledger]``, ``[metrics]``, ``[control]``, ``[log]``, ``[slips]`` (payout slips,
+:mod:`progressived.config.slips`) and, for a table with linked meters, ``[link]``. Any
+problem raises :class:`~progressived.config.table.ConfigError` naming the file, the key and
+the reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from progressived.board.driver import DriverSettings
 from progressived.config.drivers import DriverNotFound, load_driver_factory
 from progressived.config.keypad import KeypadError, KeypadMap, keypad_from_config
 from progressived.config.site import SiteSection
+from progressived.config.slips import SlipsSection
 from progressived.config.table import (
     ConfigError,
     Problems,
@@ -32,43 +34,40 @@ from progressived.config.table import (
 )
 from progressived.core.params import TableParams
 from progressived.mqtt.config import MqttSection
+from progressived.runtime.config_files import StrictModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LedgerSection(_Strict):
+class LedgerSection(StrictModel):
     path: Path = Path("/var/lib/progressived/ledger.db")
     checkpoint_idle_s: float = Field(default=30.0, gt=0, le=3600)
     retry_s: float = Field(default=5.0, gt=0, le=600)
 
 
-class MetricsSection(_Strict):
+class MetricsSection(StrictModel):
     enabled: bool = True
     address: str = "127.0.0.1"
     port: int = Field(default=9464, ge=0, le=65535)
 
 
-class ControlSection(_Strict):
+class ControlSection(StrictModel):
     socket: Path = Path("/run/progressived/control.sock")
     group: str | None = None
 
 
-class WatchdogSection(_Strict):
+class WatchdogSection(StrictModel):
     """When the systemd watchdog stops being pinged (and systemd restarts the daemon)."""
 
     board_offline_grace_s: float = Field(default=30.0, ge=0, le=3600)
     loop_stall_s: float = Field(default=5.0, gt=0, le=600)
 
 
-class SelfCheckSection(_Strict):
+class SelfCheckSection(StrictModel):
     """The approved software digest (``progressived self-check`` prints the installed one)."""
 
     software_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
 
 
-class LogSection(_Strict):
+class LogSection(StrictModel):
     format: Literal["auto", "json", "console"] = "auto"
     level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -81,7 +80,7 @@ class BoardSection(BaseModel):
     driver: str = "serial"
 
 
-class LinkSection(_Strict):
+class LinkSection(StrictModel):
     """The link this table's linked meters belong to (docs/link.md)."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -90,7 +89,16 @@ class LinkSection(_Strict):
     resend_s: float = Field(default=2.0, gt=0, le=600)
 
 
-class _DaemonModel(_Strict):
+class ArchiveSection(StrictModel):
+    """The table's side of the archive (docs/archive.md): its ledger rows are sent to the
+    archive after the archived head; past either lag the table is degraded (still playing)."""
+
+    max_lag_rows: int = Field(default=10_000, ge=1, le=10_000_000)
+    max_lag_s: float = Field(default=120.0, gt=0, le=86_400 * 7)
+    resend_s: float = Field(default=10.0, gt=0, le=600)
+
+
+class _DaemonModel(StrictModel):
     table: dict[str, Any]
     progressive: dict[str, Any] = Field(default_factory=dict)
     board: BoardSection
@@ -103,6 +111,8 @@ class _DaemonModel(_Strict):
     watchdog: WatchdogSection = Field(default_factory=WatchdogSection)
     selfcheck: SelfCheckSection = Field(default_factory=SelfCheckSection)
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
+    slips: SlipsSection = Field(default_factory=SlipsSection)
     site: SiteSection = Field(default_factory=SiteSection)  # read by the reports only
 
 
@@ -124,6 +134,8 @@ class DaemonConfig:
     watchdog: WatchdogSection
     selfcheck: SelfCheckSection
     link: LinkSection | None = None
+    archive: ArchiveSection | None = None
+    slips: SlipsSection = field(default_factory=SlipsSection)
 
 
 def _check_link(src: str, params: TableParams, link: LinkSection | None) -> None:
@@ -206,6 +218,8 @@ def daemon_config_from(data: Mapping[str, Any], source: Path, raw: bytes = b"") 
         watchdog=model.watchdog,
         selfcheck=model.selfcheck,
         link=model.link,
+        archive=model.archive,
+        slips=model.slips,
     )
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from progressived.board.keypad import MAX_SEATS, KeypadError
 from progressived.config.table import ConfigError, format_validation_error, read_toml
 from progressived.core.paytable import Hand
+from progressived.runtime.config_files import StrictModel
 
 __all__ = ["MAX_SEATS", "KeypadError", "KeypadMap", "keypad_from_config", "load_keypad"]
 
@@ -26,15 +27,13 @@ def _default_seats() -> list[str]:
     return [f"S{n}" for n in range(1, MAX_SEATS + 1)]
 
 
-class KeypadMap(BaseModel):
+class KeypadMap(StrictModel):
     """The ``[keypad]`` configuration section: the key code of every function.
 
     ``seats[i]`` is the key of seat ``i + 1``. ``hands`` maps hand ids (see
     :class:`progressived.config.paytables.Hand`) to key codes; when it is empty the hands of the
     table's paytable get ``H1``, ``H2``, ... in the paytable's order.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     lock: str = "LOCK"
     seats: list[str] = Field(default_factory=_default_seats, min_length=1, max_length=MAX_SEATS)

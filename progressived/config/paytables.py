@@ -12,13 +12,12 @@ What one deck can deal in one round is computed from the cards, not written here
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from progressived.core.money import UNITS_PER_CENT, MoneyError, display_exact, dollars
 from progressived.core.paytable import (
@@ -35,6 +34,7 @@ from progressived.core.paytable import (
     parse_pay,
     scale_amount,
 )
+from progressived.runtime.config_files import StrictModel, read_toml
 
 __all__ = [
     "CARDS_HANDS",
@@ -77,8 +77,7 @@ def _shown_text(value: str | None, longest: int) -> str | None:
     return text
 
 
-class _HandModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _HandModel(StrictModel):
 
     hand: Hand
     # What players read on the sign, in the rule text's words ("AKQ Spades").
@@ -105,19 +104,15 @@ class _HandModel(BaseModel):
         return value
 
 
-class _LimitModel(BaseModel):
+class _LimitModel(StrictModel):
     """An old hand-written ``[[limits]]`` entry: accepted, checked for its hands, ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     hands: list[Hand] = Field(min_length=2)
     max_per_round: int = Field(ge=1)
     why: str
 
 
-class _PaytableModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class _PaytableModel(StrictModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     name: str
     # The game's name as players read it ("Three Card Poker Progressive").
@@ -294,14 +289,7 @@ def _per_player_and_seed(model: _PaytableModel, source: str) -> dict[str, Any]:
 
 def load_paytable(path: Path) -> Paytable:
     """Load and validate one paytable file."""
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle, parse_float=Decimal)
-    except OSError as exc:
-        raise PaytableError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PaytableError(f"{path}: not valid TOML: {exc}") from None
-    table = paytable_from_mapping(data, str(path))
+    table = paytable_from_mapping(read_toml(path, PaytableError), str(path))
     if table.id != path.stem:
         raise PaytableError(f"{path}: id: {table.id!r} does not match the file name {path.stem!r}")
     return table

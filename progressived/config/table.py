@@ -1,4 +1,5 @@
-"""Configuration: TOML read with ``tomllib`` (floats as exact Decimals), validated whole.
+"""Configuration: TOML read by :mod:`progressived.runtime.config_files` (floats as exact
+Decimals), validated whole.
 
 A bad file, key or value raises :class:`ConfigError` whose message names the file, the key
 and the reason; nothing starts until the whole file is valid.
@@ -7,7 +8,6 @@ and the reason; nothing starts until the whole file is valid.
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from copy import deepcopy as copy_deep
@@ -30,6 +30,8 @@ from progressived.core.params import (
     seed_conflict,
     validate,
 )
+from progressived.runtime import config_files
+from progressived.runtime.config_files import StrictModel
 
 Amount = Decimal | int | str
 
@@ -68,18 +70,14 @@ class Problems:
             raise ConfigError(*self.lines)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TableSection(_Strict):
+class TableSection(StrictModel):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     seats: int = Field(default=7, ge=1, le=12)
     paytable: str
     paytables: Path | None = None
 
 
-class MeterSection(_Strict):
+class MeterSection(StrictModel):
     id: str = Field(default="main", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     seed: Amount = Decimal("1000.00")
     rate: Amount | None = None  # required for a local meter
@@ -93,14 +91,14 @@ class MeterSection(_Strict):
     start: Amount | None = None
 
 
-class ProgressiveSection(_Strict):
+class ProgressiveSection(StrictModel):
     wager: Amount | None = None
     policy: Policy = Policy.SEQUENTIAL
     award_order: AwardOrder = AwardOrder.COUNTER_CLOCKWISE
     meters: list[MeterSection] = Field(default_factory=lambda: [MeterSection(rate=Decimal(0))])
 
 
-class ProgressiveConfig(_Strict):
+class ProgressiveConfig(StrictModel):
     """The engine's part of the configuration file; other sections belong to adapters."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -205,13 +203,9 @@ def _child(parent: Any, part: int | str) -> Any:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle, parse_float=Decimal)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    """A configuration file (:func:`progressived.runtime.config_files.read_toml`), its faults
+    as :class:`ConfigError`."""
+    return config_files.read_toml(path, ConfigError)
 
 
 def _amount(source: str, key: str, value: Amount | None) -> int | None:

@@ -95,7 +95,11 @@ def cents(units: int) -> int:
 
 def display(units: int) -> str:
     """Format as a sign would: ``$1,234.56`` (truncated to the cent)."""
-    whole = cents(units)
+    return display_cents(cents(units))
+
+
+def display_cents(whole: int) -> str:
+    """Whole cents as every sign shows money (docs/mqtt.md, "Money"): ``$1,234.56``."""
     sign = "-" if whole < 0 else ""
     whole = abs(whole)
     return f"{sign}${whole // 100:,}.{whole % 100:02d}"

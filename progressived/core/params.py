@@ -22,7 +22,8 @@ class AboveLimit(enum.StrEnum):
 
 
 class Policy(enum.StrEnum):
-    """House policy for several meter awards in one round."""
+    """House policy for several meter awards in one round (at a table), or for several
+    claims on one linked meter within the link's split window (at a link)."""
 
     SEQUENTIAL = "sequential"  # each award computed on the meter as it stands at its turn
     SPLIT = "split"  # awards for the same hand share what one award would receive
@@ -200,6 +201,12 @@ def validate(params: TableParams) -> None:
         raise ParamsError("progressive.wager: must be positive")
     if problem := sub_cent(params.wager_units):
         raise ParamsError(f"progressive.wager: {problem}")
+    _validate_meters(params)
+    _validate_scaling(params)
+
+
+def _validate_meters(params: TableParams) -> None:
+    """``[[progressive.meters]]``: ids, one link, each meter's amounts, the paytable's meters."""
     ids = [m.id for m in params.meters]
     if not ids:
         raise ParamsError("progressive.meters: at least one meter is needed")
@@ -209,29 +216,7 @@ def validate(params: TableParams) -> None:
     if len(links) > 1:
         raise ParamsError(f"progressive.meters: one table joins one link, not {sorted(links)}")
     for index, m in enumerate(params.meters):
-        key = f"progressive.meters[{index}] ({m.id})"
-        if m.link is not None:
-            if m.rate or m.reserve_rate or m.limit is not None or m.start is not None:
-                raise ParamsError(f"{key}: a linked meter's rates, limit and start are the link's")
-            continue
-        if m.link_meter is not None:
-            raise ParamsError(f"{key}.link_meter: only a linked meter (with `link`) has one")
-        if m.seed <= 0:
-            raise ParamsError(f"{key}.seed: must be positive")
-        if m.rate < 0 or m.reserve_rate < 0:
-            raise ParamsError(f"{key}: rates must not be negative")
-        if m.rate + m.reserve_rate > 1:
-            raise ParamsError(f"{key}: rate + reserve_rate is above 1 (more than the wager)")
-        if m.start is not None and m.start < 0:
-            raise ParamsError(f"{key}.start: must not be negative")
-        if m.limit is not None:
-            if m.limit < params.reset_seed(m.id):
-                raise ParamsError(f"{key}.limit: below the seed amount")
-            if m.limit < params.start_units(m):
-                raise ParamsError(
-                    f"{key}.limit: below the starting meter "
-                    "(a limit must be at least the current amount)"
-                )
+        _validate_meter(params, f"progressive.meters[{index}] ({m.id})", m)
     at_link = [m.link_meter_id for m in params.meters if m.link is not None]
     if len(set(at_link)) != len(at_link):
         raise ParamsError(
@@ -244,6 +229,10 @@ def validate(params: TableParams) -> None:
                 f"paytable {params.paytable.id}: pays a percentage of meter {meter_id!r}, "
                 f"which is not configured (meters: {', '.join(ids)}){hint}"
             )
+
+
+def _validate_scaling(params: TableParams) -> None:
+    """The paytable's fixed amounts scale to whole units at this table's wager."""
     base = params.paytable.wager
     if params.paytable.seed is not None and (params.paytable.seed * params.wager_units) % base:
         raise ParamsError(
@@ -257,3 +246,29 @@ def validate(params: TableParams) -> None:
                     f"progressive.wager: the {rule.hand.value} {what} does not scale to a whole "
                     f"unit at this wager"
                 )
+
+
+def _validate_meter(params: TableParams, key: str, m: MeterParams) -> None:
+    """One local meter's seed, rates, start and limit (a linked one has only its ids)."""
+    if m.link is not None:
+        if m.rate or m.reserve_rate or m.limit is not None or m.start is not None:
+            raise ParamsError(f"{key}: a linked meter's rates, limit and start are the link's")
+        return
+    if m.link_meter is not None:
+        raise ParamsError(f"{key}.link_meter: only a linked meter (with `link`) has one")
+    if m.seed <= 0:
+        raise ParamsError(f"{key}.seed: must be positive")
+    if m.rate < 0 or m.reserve_rate < 0:
+        raise ParamsError(f"{key}: rates must not be negative")
+    if m.rate + m.reserve_rate > 1:
+        raise ParamsError(f"{key}: rate + reserve_rate is above 1 (more than the wager)")
+    if m.start is not None and m.start < 0:
+        raise ParamsError(f"{key}.start: must not be negative")
+    if m.limit is not None:
+        if m.limit < params.reset_seed(m.id):
+            raise ParamsError(f"{key}.limit: below the seed amount")
+        if m.limit < params.start_units(m):
+            raise ParamsError(
+                f"{key}.limit: below the starting meter "
+                "(a limit must be at least the current amount)"
+            )

@@ -30,6 +30,9 @@ as the alternative: it stops at a fixed depth of about 200, but keeps the last o
 keys and reads ``1e400`` as ``inf`` even with ``allow_inf_nan=False``; orjson is not a
 dependency (and its ``loads`` had no depth limit before 3.9.15). docs/performance.md,
 "The link", has what the checks cost on the link's hot path.
+
+Micro-benchmark: ``python -m bench.link_decode`` (this decoder and the link's models behind
+it, per payload; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations

@@ -14,8 +14,11 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from progressived.archive.feed.feed import ArchiveFeed
+from progressived.archive.feed.metrics import ArchiveCollector
 from progressived.board.driver import BoardDriver
 from progressived.config.daemon import DaemonConfig
+from progressived.config.slips import slip_rules
 from progressived.daemon.board_input import BoardInput
 from progressived.daemon.current import CurrentTable
 from progressived.daemon.health import Health
@@ -28,12 +31,15 @@ from progressived.daemon.metrics import HitCounts, TableMetrics
 from progressived.daemon.observers import JournalObservers, KeyLatency, Notify
 from progressived.daemon.outbox import LedgerOutbox
 from progressived.daemon.outputs import Outputs
+from progressived.daemon.slip_printer import SlipPrinting, SlipsCollector
 from progressived.daemon.upkeep import MetricsView
 from progressived.ledger import Ledger
+from progressived.ledger.slips import SlipIssuer
 from progressived.link.core.messages import LinkedMeter
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import HeadSource, SignPublisher
 from progressived.mqtt.session import MqttSession
+from progressived.printing.network import NetworkPrinter
 
 HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 
@@ -51,6 +57,8 @@ class OpenTable:
     board_input: BoardInput
     link: LinkClient | None
     metrics: TableMetrics | None
+    archive: ArchiveFeed | None = None
+    printing: SlipPrinting | None = None  # the slip printer's queue ([slips.printer])
 
     @property
     def ledger(self) -> Ledger:
@@ -91,6 +99,9 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
     config, table_id = around.config, around.config.params.table_id
     topics = Topics(config.mqtt.prefix, table_id)
     current = CurrentTable(config, ledger)
+    if config.slips.enabled:  # a payout slip with every award (docs/slips.md)
+        rules = slip_rules(config.slips, table_id)
+        ledger.issue_slips(SlipIssuer(rules, lambda: current.params))
     metrics = TableMetrics(table_id) if config.metrics.enabled else None
     observe = metrics.key_to_publish.labels(table_id).observe if metrics is not None else None
     latency = KeyLatency(around.notify, observe)
@@ -148,6 +159,7 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
             meters=linked,
             changed=outputs.redraw,
         )
+    printing = _printing(config, journal, metrics)
     board_input = BoardInput(
         journal=journal,
         outputs=outputs,
@@ -165,6 +177,9 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
             link=link.status if link is not None else None,
         )
         metrics.collect(view)
+    archive = None if config.archive is None else archive_feed(config, around, current)
+    if archive is not None and metrics is not None:
+        metrics.registry.register(ArchiveCollector(table_id, archive))
     return OpenTable(
         current=current,
         writer=writer,
@@ -175,4 +190,43 @@ def assemble(ledger: Ledger, around: Surroundings) -> OpenTable:
         board_input=board_input,
         link=link,
         metrics=metrics,
+        archive=archive,
+        printing=printing,
     )
+
+
+def archive_feed(config: DaemonConfig, around: Surroundings, current: CurrentTable) -> ArchiveFeed:
+    """The table's side of the archive, on the table's one broker session (docs/archive.md)."""
+    section = config.archive
+    assert section is not None
+
+    def note(reason: str) -> None:
+        around.health.archive = reason
+
+    return ArchiveFeed(
+        session=around.session,
+        prefix=config.mqtt.prefix,
+        table_id=config.params.table_id,
+        ledger_path=config.ledger.path,
+        head_seq=lambda: current.head_seq,
+        max_lag_rows=section.max_lag_rows,
+        max_lag_s=section.max_lag_s,
+        resend_s=section.resend_s,
+        note=note,
+    )
+
+
+def _printing(
+    config: DaemonConfig, journal: Journal, metrics: TableMetrics | None
+) -> SlipPrinting | None:
+    """The slip printer's queue, on a table with ``[slips.printer]`` (docs/slips.md)."""
+    section = config.slips.printer
+    if not config.slips.enabled or section is None:
+        return None
+    printer = NetworkPrinter(
+        section.host, section.port, timeout_s=section.timeout_s, status=section.status
+    )
+    printing = SlipPrinting(journal, printer, retry_s=section.retry_s)
+    if metrics is not None:
+        metrics.registry.register(SlipsCollector(config.params.table_id, printing.status))
+    return printing

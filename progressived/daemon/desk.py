@@ -17,9 +17,13 @@ from progressived.daemon.port import (
     Note,
     ParameterCheck,
     ParameterPlan,
+    SlipVoided,
     Submitted,
 )
+from progressived.daemon.slip_printer import SlipPrinting
 from progressived.engine import Command
+from progressived.ledger import LedgerError, LedgerUnavailable
+from progressived.ledger.slips import SlipRefused
 
 log = structlog.get_logger("progressived.operator")
 
@@ -37,6 +41,8 @@ class DaemonDesk:
         version: str,
         metrics_port: Callable[[], int | None],
         link_status: Callable[[], LinkStatus | None] = lambda: None,
+        archive_status: Callable[[], Mapping[str, Any] | None] = lambda: None,
+        printing: SlipPrinting | None = None,
     ) -> None:
         self._journal = journal
         self._board_input = board_input
@@ -45,6 +51,8 @@ class DaemonDesk:
         self._version = version
         self._metrics_port = metrics_port
         self._link_status = link_status
+        self._archive_status = archive_status
+        self._printing = printing
 
     def now(self) -> str:
         return self._journal.clock()
@@ -74,7 +82,21 @@ class DaemonDesk:
             broker_error=broker.detail if broker is not None else "",
             broker_denied=dict(broker.denied) if broker is not None else {},
             broker_denied_total=broker.denied_total if broker is not None else 0,
+            archive=self._archive_status(),
+            slips=self._slips(),
         )
+
+    def _slips(self) -> dict[str, Any] | None:
+        if self._printing is None:
+            return None
+        p = self._printing.status()
+        return {
+            "printer": p.printer,
+            "state": p.state.value,
+            "unprinted": p.unprinted,
+            "error": p.error,
+            "since": p.since,
+        }
 
     async def submit(self, command: Command, *, note: Note | None = None) -> Submitted:
         return await self._journal.submit(command, note=note)
@@ -101,3 +123,57 @@ class DaemonDesk:
             )
         j.observers.changed()
         return plan
+
+    async def void_slip(
+        self, serial: str, *, reason: str, by: str, reissue: bool
+    ) -> SlipVoided | str:
+        j = self._journal
+        async with j.lock:
+            at = j.journal_clock.stamp(j.clock())
+            try:
+                again = await j.writer.executor.run(
+                    j.current.ledger.void_slip, serial, reason=reason, by=by, at=at, reissue=reissue
+                )
+            except LedgerUnavailable as exc:
+                await j.writer.failed(exc)
+                return f"the ledger is unavailable: {exc}"
+            except (SlipRefused, LedgerError) as exc:
+                return str(exc)
+        log.info("slip voided", serial=serial, by=by, reissued_as=again and again.serial)
+        if self._printing is not None:  # its VOID copy and the reissue's, now
+            self._printing.wake()
+        return SlipVoided(serial, again.serial if again is not None else None)
+
+    async def reprint_slip(self, serial: str, *, reason: str, by: str) -> int | str:
+        if self._printing is None:
+            return "this table has no slip printer ([slips.printer])"
+        j = self._journal
+        async with j.lock:
+            try:
+                counts = await j.slip_copies(serial)
+            except LedgerError as exc:
+                return f"the ledger cannot be read: {exc}"
+            if not counts.get("slip_issued"):
+                return f"no slip {serial} in this ledger"
+            n = counts.get("slip_reprint", 0) + 1
+            detail = {"serial": serial, "n": n, "reason": reason, "by": by}
+            try:
+                if not await j.record("slip_reprint", detail, publish=False, actor=by):
+                    return "the ledger is unavailable"
+            except LedgerError as exc:  # an id the ledger refuses (a "|", a line break)
+                return str(exc)
+        self._printing.wake()
+        return n
+
+    async def print_now(self, serial: str) -> list[str] | str:
+        if self._printing is None:
+            return "this table has no slip printer ([slips.printer])"
+        try:
+            queue = await self._journal.slip_print_queue()
+        except LedgerError as exc:
+            return f"the ledger cannot be read: {exc}"
+        waiting = [j.label for j in queue if j.stored.slip.serial == serial]
+        if not waiting:
+            return f"slip {serial} has no copy waiting to print (printed, or no such slip)"
+        self._printing.wake()
+        return waiting

@@ -27,7 +27,7 @@ from progressived.config.daemon import WatchdogSection
 from progressived.daemon.link_refusal import refused_code
 from progressived.daemon.refusal_advice import advice
 from progressived.engine.state import LINK_DOWN
-from progressived.mqtt.session import MqttSession
+from progressived.mqtt.session import MqttSession, SessionState
 
 
 class BrokerView(Protocol):
@@ -38,7 +38,7 @@ class BrokerView(Protocol):
     def connected(self) -> bool: ...
 
     @property
-    def state(self) -> str: ...
+    def state(self) -> SessionState: ...
 
     @property
     def detail(self) -> str: ...
@@ -68,6 +68,9 @@ class Health:
     ledger_file: str = ""
     # When (UTC) the broker was lost, or the first attempt failed; "" while connected.
     broker_down_since: str = ""
+    # Why the table's archive is too far behind, or refuses its rows ("" when it is not;
+    # progressived.archive.feed): degraded, never failed -- play goes on.
+    archive: str = ""
 
     @property
     def broker_connected(self) -> bool:
@@ -115,7 +118,7 @@ def assess(health: Health, wd: WatchdogSection, closed: Collection[str] = ()) ->
         reasons.append(health.last_error or health.ledger_file)  # with what to do
     broker = health.broker
     if broker is not None:
-        if broker.state == "not authorised":
+        if broker.state is SessionState.NOT_AUTHORISED:
             reasons.append(f"broker refused the login: {broker.detail}")
         elif broker.denied:
             denied = broker.denied
@@ -130,6 +133,8 @@ def assess(health: Health, wd: WatchdogSection, closed: Collection[str] = ()) ->
             )
     if linked := linked_closure(closed):
         reasons.append(linked)
+    if health.archive:
+        reasons.append(health.archive)
     if not reasons:
         return True, "ok"
     return False, DEGRADED + "; ".join(reasons)

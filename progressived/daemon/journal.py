@@ -11,7 +11,7 @@ Everything the journal needs is given at construction: the ledger already open (
 :class:`~progressived.daemon.current.CurrentTable`), the executor, its observers, the
 link's outbox for a table with linked meters. :meth:`Journal.submit` returns what
 happened (:class:`~progressived.daemon.port.Committed` or
-:class:`~progressived.daemon.port.Refused`); nothing reads its attributes to find out.
+:class:`~progressived.daemon.port.CommandRefused`); nothing reads its attributes to find out.
 System records, the commit, the ledger's failure and recovery, and parameter changes are
 :mod:`progressived.daemon.ledger_writer`'s.
 """
@@ -28,20 +28,21 @@ import structlog
 from progressived.daemon.ledger_writer import LedgerWriter
 from progressived.daemon.link_out import LinkOutbox, Outgoing
 from progressived.daemon.outbox import event_outbox
-from progressived.daemon.port import Committed, Note, RefusalCode, Refused, Submitted
+from progressived.daemon.port import CommandRefused, Committed, Note, RefusalCode, Submitted
 from progressived.engine import LOCAL_BOOK, Accepted, Command, Lock, SetClosed, TableState, decide
-from progressived.engine.decision import Decision
+from progressived.engine.decision import Decision, RejectCode
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterAnswered, MeterPort
 from progressived.engine.meterbook.linked_port import LINKED_PORT
 from progressived.ledger import Batch, LedgerUnavailable
-from progressived.ledger.commit import Statement
+from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxChange, LinkOutboxDepth
 from progressived.ledger.rows import Record
+from progressived.ledger.slip_reads import PrintJob
 
 log = structlog.get_logger("progressived")
 
-LinkAnswer = tuple[MeterAnswered | None, list[Record], list[Statement], str | None]
-"""A final result journaled: the engine's answer, rows, statements, and the reason to close
+LinkAnswer = tuple[MeterAnswered | None, list[Record], list[LinkOutboxChange], str | None]
+"""A final result journaled: the engine's answer, rows, link outbox changes, and the reason to close
 the linked progressive (a refusal resending cannot cure), or ``None``."""
 LinkResultFn = Callable[[TableState, str], Awaitable[LinkAnswer | None]]
 
@@ -81,9 +82,33 @@ class Journal:
         """The time for a new command (UTC, ISO 8601)."""
         return self.writer.clock()
 
-    async def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """A query on the ledger thread (the link client's outbox and ``link_sent`` rows)."""
-        return await self.writer.executor.run(self.current.ledger.read, sql, args)
+    async def link_outbox(self, after_seq: int = 0) -> list[LinkMessageRow]:
+        """The link outbox's messages after ``after_seq`` (on the ledger thread)."""
+        return await self.writer.executor.run(self.current.ledger.link_outbox, after_seq)
+
+    async def link_message(self, seq: int) -> LinkMessageRow | None:
+        """The link outbox's message of sequence ``seq``, if it still waits."""
+        return await self.writer.executor.run(self.current.ledger.link_message, seq)
+
+    async def link_outbox_depth(self) -> LinkOutboxDepth:
+        """The link outbox's depth and its oldest message's payload."""
+        return await self.writer.executor.run(self.current.ledger.link_outbox_depth)
+
+    async def link_sent_since(self, round_no: int) -> list[dict[str, Any]]:
+        """The ``link_sent`` rows' data from round ``round_no`` on (and the last one)."""
+        return await self.writer.executor.run(self.current.ledger.link_sent_since, round_no)
+
+    async def slip_print_queue(self) -> list[PrintJob]:
+        """The payout slip copies waiting to print (on the ledger thread)."""
+        return await self.writer.executor.run(self.current.ledger.slip_print_queue)
+
+    async def slip_rows_head(self) -> int:
+        """The last payout slip row's ``seq`` (0 when none)."""
+        return await self.writer.executor.run(self.current.ledger.slip_rows_head)
+
+    async def slip_copies(self, serial: str) -> dict[str, int]:
+        """``slip_issued`` and ``slip_reprint`` rows naming ``serial``, counted by kind."""
+        return await self.writer.executor.run(self.current.ledger.slip_copies, serial)
 
     # ------------------------------------------------------------- commands
     async def submit(
@@ -138,17 +163,19 @@ class Journal:
         command = replace(command, at=self.journal_clock.stamp(command.at))
         if isinstance(command, Lock) and not self.writer.health.ledger_ok:
             await self._noted(note, note_at)
-            await self.refuse(LOCK_REFUSED, "ledger-unavailable", command)
-            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
+            await self.refuse(LOCK_REFUSED, RefusalCode.LEDGER_UNAVAILABLE, command)
+            return CommandRefused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=LOCK_REFUSED)
         decision = decide(self.current.params, self.state, command, self._meter_port)
         decided = time.perf_counter()
         if not isinstance(decision, Accepted) or not decision.events:
             if not await self._noted(note, note_at):
-                return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED)
+                return CommandRefused(
+                    code=RefusalCode.LEDGER_UNAVAILABLE, reason=NOTE_NOT_JOURNALED
+                )
             if isinstance(decision, Accepted):
                 return Committed(events=(), seqs=range(0))
             await self.refuse(decision.reason, decision.code, command, idempotency_key)
-            return Refused(code=RefusalCode.REJECTED, reason=decision.reason)
+            return CommandRefused(code=RefusalCode.REJECTED, reason=decision.reason)
         items = self._items(command, decision, idempotency_key, note, note_at)
         link = await self._link_messages(command, decision, idempotency_key)
         planned = time.perf_counter()
@@ -156,15 +183,17 @@ class Journal:
             results = await self.writer.commit(
                 self.current.ledger.transact,
                 [*items, *(link.records if link is not None else ())],
-                link.statements if link is not None else (),
+                link.changes if link is not None else (),
             )
         except LedgerUnavailable as exc:
             await self.writer.failed(exc)
-            return Refused(code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}")
+            return CommandRefused(
+                code=RefusalCode.LEDGER_UNAVAILABLE, reason=f"not journaled: {exc}"
+            )
         committed = time.perf_counter()
         if results[-1].duplicate:
             log.info("duplicate input ignored", key=idempotency_key)
-            return Refused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
+            return CommandRefused(code=RefusalCode.DUPLICATE, reason=DUPLICATE)
         self.current.state = decision.state
         if link is not None and self._link is not None:
             self._link.outbox.committed(link)
@@ -224,15 +253,13 @@ class Journal:
             built = await build(self.state, at)
             if built is None:
                 return False
-            answer, records, statements, close = built
+            answer, records, changes, close = built
             commands: list[Command | MeterAnswered] = [] if answer is None else [answer]
             if close is not None:
                 commands.append(SetClosed(reason=close, closed=True, at=at, actor="link"))
             items, state, events = self._answers(commands, at)
             try:
-                await self.writer.commit(
-                    self.current.ledger.transact, [*items, *records], statements
-                )
+                await self.writer.commit(self.current.ledger.transact, [*items, *records], changes)
             except LedgerUnavailable as exc:
                 await self.writer.failed(exc)
                 return False
@@ -292,7 +319,7 @@ class Journal:
     async def refuse(
         self,
         reason: str,
-        code: str,
+        code: RejectCode | RefusalCode,
         command: Command | MeterAnswered,
         idempotency_key: str | None = None,
     ) -> None:

@@ -40,23 +40,22 @@ import structlog
 
 from progressived.config.daemon import DaemonConfig, LinkSection
 from progressived.daemon.journal import Journal
-from progressived.daemon.link_out import DELETE, LinkOutbox, result_record
+from progressived.daemon.link_out import LinkOutbox, result_record
 from progressived.daemon.link_refusal import RefusalLog, closes, closure_reason, refused_code
 from progressived.daemon.port import LinkedMeterView, LinkStatus
 from progressived.engine import SetClosed
 from progressived.engine.meter_port import MeterAnswered
 from progressived.engine.state import LINK_DOWN, TableState, link_closures
-from progressived.ledger.commit import Statement
 from progressived.ledger.errors import LedgerError
+from progressived.ledger.link_outbox import DropLinkMessage, LinkOutboxChange
 from progressived.ledger.rows import Record
 from progressived.link.core import messages as lm
 from progressived.mqtt.session import MqttSession
+from progressived.runtime.ratelimit import RateLimitedLog
 
 log = structlog.get_logger("progressived")
 
 UNREADABLE_LOG_EVERY_S = 60.0  # one line per unreadable message code and minute
-_PENDING = "SELECT seq, id, type, topic, payload FROM link_outbox WHERE seq > ? ORDER BY seq"
-_OLDEST = "SELECT count(*), (SELECT payload FROM link_outbox ORDER BY seq LIMIT 1) FROM link_outbox"
 
 
 def _sent_at(payload: object) -> float | None:
@@ -110,7 +109,7 @@ class LinkClient:
         self.refused_code = ""  # the last non-final refusal's code ("" when none)
         self.refusals = RefusalLog(link.id, self.at_link)  # error lines, the link's words
         self.unreadable: dict[str, int] = {}  # messages on the link's topics ignored, by code
-        self._unreadable_said: dict[str, float] = {}
+        self._unreadable_log = RateLimitedLog(1, UNREADABLE_LOG_EVERY_S, logger=log)  # per code
         self._wake = queued
         self.changed = changed  # the outputs redraw (the linked meter's value)
         session.subscribe(self.to_topic, self._message)
@@ -127,13 +126,7 @@ class LinkClient:
     async def load(self) -> None:
         """Rebuild sequences and claim ids from the ledger (after the journal opened it)."""
         j = self.journal
-        rows = await j.read(
-            "SELECT data FROM journal WHERE kind = 'link_sent' AND "
-            "(round >= ? OR seq = (SELECT max(seq) FROM journal WHERE kind = 'link_sent')) "
-            "ORDER BY seq",
-            (j.state.round,),
-        )
-        self.outbox.load([(json.loads(data),) for (data,) in rows])
+        self.outbox.load(await j.link_sent_since(j.state.round))
         await self.refresh()
         log.info("link", link=self.link.id, next_seq=self.outbox.next_seq, outbox=self.depth)
 
@@ -143,10 +136,10 @@ class LinkClient:
     async def refresh(self) -> None:
         """Re-read the outbox's depth and its oldest message (the sender does it as it goes;
         this is for when it is not running: no broker)."""
-        j = self.journal
-        ((depth, payload),) = await j.read(_OLDEST)
-        self.depth = int(depth)
-        self.oldest_at = _sent_at(payload) if payload is not None else None
+        waiting = await self.journal.link_outbox_depth()
+        self.depth = waiting.depth
+        oldest = waiting.oldest_payload
+        self.oldest_at = _sent_at(oldest) if oldest is not None else None
 
     def _set_up(self, up: bool) -> None:
         if up != self.up:
@@ -201,23 +194,23 @@ class LinkClient:
         j = self.journal
         while True:
             self._wake.clear()
-            rows = await j.read(_PENDING, (0,))
+            rows = await j.link_outbox()
             self.depth = len(rows)
-            self.oldest_at = _sent_at(rows[0][4]) if rows else None
+            self.oldest_at = _sent_at(rows[0].payload) if rows else None
             now = time.monotonic()
             if rows:
-                oldest = int(rows[0][0])
+                oldest = rows[0].seq
                 sent = self.sent_at.get(oldest)
                 if sent is not None and now - sent >= self.link.resend_s:
                     self._resend_from(oldest, "no answer")
-            for seq, _ident, _kind, topic, payload in rows:
-                if int(seq) <= self.sent_upto:
+            for row in rows:
+                if row.seq <= self.sent_upto:
                     continue
                 # A refused publish (the ACL) is counted and logged by the session; the
                 # message stays in the outbox and goes again after resend_s.
-                await self.session.publish(str(topic), str(payload).encode())
-                self.sent_upto = int(seq)
-                self.sent_at[int(seq)] = time.monotonic()
+                await self.session.publish(row.topic, row.payload.encode())
+                self.sent_upto = row.seq
+                self.sent_at[row.seq] = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(self.link.resend_s, self.link.heartbeat_s) / 2):
                     await self._wake.wait()
@@ -276,16 +269,14 @@ class LinkClient:
         not JSON, a bad field, ...): counted by code, logged at most once a minute per code,
         and nothing else happens (docs/link.md, "Table side")."""
         count = self.unreadable[exc.code] = self.unreadable.get(exc.code, 0) + 1
-        now = time.monotonic()
-        if now - self._unreadable_said.get(exc.code, float("-inf")) >= UNREADABLE_LOG_EVERY_S:
-            self._unreadable_said[exc.code] = now
-            log.warning(
-                "link: unreadable message ignored",
-                topic=topic,
-                code=exc.code,
-                reason=exc.reason,
-                count=count,
-            )
+        self._unreadable_log.warning(
+            "link: unreadable message ignored",
+            per=exc.code,
+            topic=topic,
+            code=exc.code,
+            reason=exc.reason,
+            count=count,
+        )
 
     def _meter(self, meter_id: str, meter: lm.LinkedMeter) -> None:
         """The link's meter ``meter`` arrived on the topic of the table's ``meter_id``."""
@@ -340,26 +331,24 @@ class LinkClient:
 
     async def _build(
         self, result: lm.Result, state: TableState, at: str, close: str | None = None
-    ) -> tuple[MeterAnswered | None, list[Record], list[Statement], str | None] | None:
-        j = self.journal
-        rows = await j.read("SELECT id, payload FROM link_outbox WHERE seq = ?", (result.seq,))
-        if not rows or rows[0][0] != result.id:
+    ) -> tuple[MeterAnswered | None, list[Record], list[LinkOutboxChange], str | None] | None:
+        waiting = await self.journal.link_message(result.seq)
+        if waiting is None or waiting.id != result.id:
             log.debug("link: repeated result ignored", seq=result.seq)
             return None
-        message = json.loads(rows[0][1])
+        message = json.loads(waiting.payload)
         answer = self.outbox.answer(state, message, result, at)
         record = result_record(self.link.id, result, str(message["type"]), at)
         if refused_code(state.closed) is not None:
             close = None  # closed by a refusal already: the first one's code stays shown
-        return answer, [record], [(DELETE, (result.seq,))], close
+        return answer, [record], [DropLinkMessage(result.seq)], close
 
     # ------------------------------------------------------------- refusals
     async def _in_outbox(self, result: lm.Result) -> bool:
         """Whether ``result`` answers a message this table is still waiting on (a refusal
         of something it never sent, or already journaled, changes nothing)."""
-        j = self.journal
-        rows = await j.read("SELECT id FROM link_outbox WHERE seq = ?", (result.seq,))
-        return bool(rows) and rows[0][0] == result.id
+        waiting = await self.journal.link_message(result.seq)
+        return waiting is not None and waiting.id == result.id
 
     async def _close_refused(self, result: lm.Result) -> None:
         """Close the linked progressive for a refusal that consumed nothing (journaled)."""

@@ -44,12 +44,10 @@ from progressived.engine.meter_port import (
     ReserveAwards,
 )
 from progressived.engine.state import TableState
-from progressived.ledger.commit import Statement
+from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxChange, QueueLinkMessage
 from progressived.ledger.rows import Record
 from progressived.link.core import messages as lm
 
-INSERT = "INSERT INTO link_outbox (seq, id, type, topic, payload) VALUES (?, ?, ?, ?, ?)"
-DELETE = "DELETE FROM link_outbox WHERE seq = ?"
 _NOT_ID = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
@@ -74,7 +72,7 @@ class Outgoing:
     """The messages one decision makes: rows for its transaction, then the outbox's update."""
 
     records: list[Record] = field(default_factory=list)
-    statements: list[Statement] = field(default_factory=list)
+    changes: list[LinkOutboxChange] = field(default_factory=list)
     next_seq: int = 0
     claims: dict[str, ClaimRef] = field(default_factory=dict)
     contributions: dict[int, str] = field(default_factory=dict)
@@ -98,9 +96,9 @@ class LinkOutbox:
         self.from_link = {v: k for k, v in self.at_link.items()}
 
     # ------------------------------------------------------------- recovery
-    def load(self, sent: Sequence[tuple[dict[str, Any]]]) -> None:
+    def load(self, sent: Sequence[dict[str, Any]]) -> None:
         """Rebuild from the ``link_sent`` rows' data, in journal order."""
-        for (data,) in sent:
+        for data in sent:
             self.next_seq = max(self.next_seq, int(data["seq"]) + 1)
             self._remember(data["message"])
 
@@ -126,7 +124,7 @@ class LinkOutbox:
         """The messages ``events`` (one decision, ``before`` -> ``after``) send the link."""
         out = Outgoing(next_seq=self.next_seq)
         linked = self.params.linked_meters
-        stamp = lm.Head(seq=head[0], hash=head[1])
+        stamp = lm.LedgerHead(seq=head[0], hash=head[1])
         env: dict[str, Any] = {"table": self.table, "head": stamp, "at": at[:40]}
         wagers = [e for e in events if isinstance(e, WagerLocked)]
         for event in events:
@@ -217,7 +215,8 @@ class LinkOutbox:
                 seat=seat,
             )
         )
-        out.statements.append((INSERT, (msg.seq, msg.id, msg.type, self.topic, payload)))
+        row = LinkMessageRow(msg.seq, msg.id, msg.type, self.topic, payload)
+        out.changes.append(QueueLinkMessage(row))
         out.next_seq = max(out.next_seq, msg.seq + 1)
 
     def committed(self, out: Outgoing) -> None:

@@ -25,7 +25,6 @@ closure stays until an operator, having fixed the configuration, opens the table
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
 import structlog
@@ -33,6 +32,7 @@ import structlog
 from progressived.daemon.refusal_advice import advice
 from progressived.engine.state import LINK_REFUSED
 from progressived.link.core.messages import Result
+from progressived.runtime.ratelimit import RateLimitedLog
 
 log = structlog.get_logger("progressived")
 
@@ -67,17 +67,13 @@ class RefusalLog:
         self.link_id = link_id
         self.meters = dict(meters)  # table meter id -> the link's
         self.reasons: dict[str, str] = {}
-        self._said: dict[str, float] = {}
+        self._log = RateLimitedLog(1, REFUSED_LOG_EVERY_S, logger=log)  # per (code, closing)
 
     def say(self, result: Result, *, closing: bool) -> None:
         """One error line per code and minute: a message refused without consuming its
         sequence is sent again, and refused again, until someone acts."""
         if closing:
             self.reasons[result.code] = result.reason
-        now, key = time.monotonic(), f"{result.code}:{closing}"
-        if now - self._said.get(key, float("-inf")) < REFUSED_LOG_EVERY_S:
-            return
-        self._said[key] = now
         what = (
             "the link refused a message and resending cannot help: the linked progressive "
             f"is closed at this table; {advice(result.code)}"
@@ -85,8 +81,9 @@ class RefusalLog:
             else "the link refused a message without consuming its sequence: the table's "
             "ledger and the link's disagree; reconcile them"
         )
-        log.error(
+        self._log.error(
             what,
+            per=(result.code, closing),
             link=self.link_id,
             seq=result.seq,
             id=result.id,

@@ -96,104 +96,119 @@ class _TableCollector(Collector):
         info = InfoMetricFamily("progressive", "the controller", labels=["table"])
         info.add_metric([table], src.info())
         yield info
-
-        def gauge(name: str, doc: str, account: Callable[[str], str]) -> GaugeMetricFamily:
-            family = GaugeMetricFamily(name, doc, labels=["table", "meter"])
-            for meter_id in meter_ids:
-                family.add_metric([table, meter_id], cents(balances.get(account(meter_id), 0)))
-            return family
-
-        yield gauge(
-            "progressive_meter_display_cents",
-            "The meter as displayed (truncated to the cent).",
-            accounts.meter,
-        )
-        yield gauge(
-            "progressive_meter_reserve_cents", "The reserve (hidden) pool.", accounts.reserve
-        )
-        yield gauge(
-            "progressive_meter_overflow_cents",
-            "Contributions above the meter's limit.",
-            accounts.overflow,
-        )
-        yield gauge(
-            "progressive_meter_pending_cents",
-            "Meter awards awaiting the supervisor.",
-            accounts.pending,
-        )
-
-        paid = CounterMetricFamily(
-            "progressive_paid_cents",
-            "Amounts paid, by the table (tray, envy) or by an attendant (meter).",
-            labels=["table", "by"],
-        )
-        table_paid = balances.get(accounts.PAID_TRAY, 0) + balances.get(accounts.PAID_ENVY, 0)
-        attendant = sum(balances.get(accounts.paid_attendant(m), 0) for m in meter_ids)
-        paid.add_metric([table, "table"], cents(table_paid))
-        paid.add_metric([table, "attendant"], cents(attendant))
-        yield paid
-
-        hits = src.hit_counts()
-        with hits.lock:
-            pin = CounterMetricFamily(
-                "progressive_in", "Progressive in: qualifying wagers.", labels=["table"]
-            )
-            pin.add_metric([table], hits.progressive_in)
-            yield pin
-            hit_family = CounterMetricFamily(
-                "progressive_hits",
-                "Winning hands paid, per hand and source.",
-                labels=["table", "hand", "source"],
-            )
-            win_family = CounterMetricFamily(
-                "progressive_wins_cents",
-                "Amounts won, per hand and source.",
-                labels=["table", "hand", "source"],
-            )
-            for (hand, source), count in sorted(hits.hits.items()):
-                hit_family.add_metric([table, hand, source], count)
-                win_family.add_metric([table, hand, source], cents(hits.wins[(hand, source)]))
-            yield hit_family
-            yield win_family
-
-        board = src.board_counters()
-        events = CounterMetricFamily(
-            "progressive_board_events",
-            "Board link counters, one series per driver counter.",
-            labels=["table", "counter"],
-        )
-        for name in sorted(board):
-            events.add_metric([table, name.removesuffix("_total")], board[name])
-        yield events
-        # The same counts under their older one-metric-per-counter names (the dashboard's).
-        for name in sorted(board):
-            metric = name.removesuffix("_total")
-            family = CounterMetricFamily(
-                f"progressive_board_{metric}", f"Board link counter {name}.", labels=["table"]
-            )
-            family.add_metric([table], board[name])
-            yield family
-
-        for name, doc, value in src.health():
-            health = GaugeMetricFamily(f"progressive_{name}", doc, labels=["table"])
-            health.add_metric([table], 1 if value else 0)
-            yield health
-        head = GaugeMetricFamily(
-            "progressive_ledger_head_seq", "The ledger's last sequence number.", labels=["table"]
-        )
-        head.add_metric([table], src.head_seq())
-        yield head
-        denied = CounterMetricFamily(
-            "progressive_broker_publish_denied",
-            "Publishes the broker refused (MQTT 5 PUBACK reason 0x80 and up: its ACL) since "
-            "start; each is sent again, nothing is lost.",
-            labels=["table"],
-        )
-        denied.add_metric([table], src.broker_denied_total())
-        yield denied
+        yield from _meter_families(table, balances, meter_ids)
+        yield from _hit_families(table, src.hit_counts())
+        yield from _board_families(table, src.board_counters())
+        yield from _health_families(table, src)
         link = src.link()
         if link is not None:
             yield from _link_families(table, link)
+
+
+def _meter_families(
+    table: str, balances: Mapping[str, int], meter_ids: Sequence[str]
+) -> Iterator[Any]:
+    """The meters' gauges and the amounts paid, from the engine's exact balances."""
+
+    def gauge(name: str, doc: str, account: Callable[[str], str]) -> GaugeMetricFamily:
+        family = GaugeMetricFamily(name, doc, labels=["table", "meter"])
+        for meter_id in meter_ids:
+            family.add_metric([table, meter_id], cents(balances.get(account(meter_id), 0)))
+        return family
+
+    yield gauge(
+        "progressive_meter_display_cents",
+        "The meter as displayed (truncated to the cent).",
+        accounts.meter,
+    )
+    yield gauge("progressive_meter_reserve_cents", "The reserve (hidden) pool.", accounts.reserve)
+    yield gauge(
+        "progressive_meter_overflow_cents",
+        "Contributions above the meter's limit.",
+        accounts.overflow,
+    )
+    yield gauge(
+        "progressive_meter_pending_cents",
+        "Meter awards awaiting the supervisor.",
+        accounts.pending,
+    )
+
+    paid = CounterMetricFamily(
+        "progressive_paid_cents",
+        "Amounts paid, by the table (tray, envy) or by an attendant (meter).",
+        labels=["table", "by"],
+    )
+    table_paid = balances.get(accounts.PAID_TRAY, 0) + balances.get(accounts.PAID_ENVY, 0)
+    attendant = sum(balances.get(accounts.paid_attendant(m), 0) for m in meter_ids)
+    paid.add_metric([table, "table"], cents(table_paid))
+    paid.add_metric([table, "attendant"], cents(attendant))
+    yield paid
+
+
+def _hit_families(table: str, hits: HitCounts) -> Iterator[Any]:
+    """Progressive in, hits and wins per hand and source (one consistent read)."""
+    with hits.lock:
+        pin = CounterMetricFamily(
+            "progressive_in", "Progressive in: qualifying wagers.", labels=["table"]
+        )
+        pin.add_metric([table], hits.progressive_in)
+        yield pin
+        hit_family = CounterMetricFamily(
+            "progressive_hits",
+            "Winning hands paid, per hand and source.",
+            labels=["table", "hand", "source"],
+        )
+        win_family = CounterMetricFamily(
+            "progressive_wins_cents",
+            "Amounts won, per hand and source.",
+            labels=["table", "hand", "source"],
+        )
+        for (hand, source), count in sorted(hits.hits.items()):
+            hit_family.add_metric([table, hand, source], count)
+            win_family.add_metric([table, hand, source], cents(hits.wins[(hand, source)]))
+        yield hit_family
+        yield win_family
+
+
+def _board_families(table: str, board: Mapping[str, int]) -> Iterator[Any]:
+    """The board driver's counters: one family by counter, and the older names."""
+    events = CounterMetricFamily(
+        "progressive_board_events",
+        "Board link counters, one series per driver counter.",
+        labels=["table", "counter"],
+    )
+    for name in sorted(board):
+        events.add_metric([table, name.removesuffix("_total")], board[name])
+    yield events
+    # The same counts under their older one-metric-per-counter names (the dashboard's).
+    for name in sorted(board):
+        metric = name.removesuffix("_total")
+        family = CounterMetricFamily(
+            f"progressive_board_{metric}", f"Board link counter {name}.", labels=["table"]
+        )
+        family.add_metric([table], board[name])
+        yield family
+
+
+def _health_families(table: str, src: MetricsSource) -> Iterator[Any]:
+    """Health flags, the ledger's head and the publishes the broker refused."""
+    for name, doc, value in src.health():
+        health = GaugeMetricFamily(f"progressive_{name}", doc, labels=["table"])
+        health.add_metric([table], 1 if value else 0)
+        yield health
+    head = GaugeMetricFamily(
+        "progressive_ledger_head_seq", "The ledger's last sequence number.", labels=["table"]
+    )
+    head.add_metric([table], src.head_seq())
+    yield head
+    denied = CounterMetricFamily(
+        "progressive_broker_publish_denied",
+        "Publishes the broker refused (MQTT 5 PUBACK reason 0x80 and up: its ACL) since "
+        "start; each is sent again, nothing is lost.",
+        labels=["table"],
+    )
+    denied.add_metric([table], src.broker_denied_total())
+    yield denied
 
 
 LINK_METRICS = (

@@ -1,4 +1,5 @@
-"""Operator actions over the control socket: status, close/open, parameters, corrections.
+"""Operator actions over the control socket: status, close/open, parameters, corrections,
+voiding a payout slip.
 
 Every action that changes state needs an operator id and a reason; parameter changes and
 meter corrections also a second person's approval. Each is journaled (who, why, values
@@ -8,6 +9,7 @@ before and after), and so is every refusal.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from progressived.config.daemon import DaemonConfig, load_daemon_config
@@ -15,22 +17,33 @@ from progressived.config.table import ConfigError
 from progressived.core.money import MoneyError, cents, display, dollars
 from progressived.core.params import TableParams
 from progressived.daemon.port import (
+    CommandRefused,
     DeskPort,
     DeskStatus,
     LinkStatus,
     Note,
     ParameterPlan,
     RefusalCode,
-    Refused,
 )
 from progressived.engine import AdjustMeter, Command, SetClosed, TableState, TransferMeter, accounts
 from progressived.engine.state import LINK_REFUSED, Phase
-from progressived.ledger import parameters
+from progressived.ledger import conversion, parameters
 from progressived.mqtt.payloads import meter_state
 from progressived.runtime.control import Peer
 
 OPERATOR_CLOSED = "operator"
 LEDGER_UNAVAILABLE = "the ledger is unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class _Who:
+    """Who asks for an operator action, and when (every action but status names both)."""
+
+    operator: str
+    reason: str
+    approver: str
+    peer: Peer
+    now: str
 
 
 class OperatorDesk:
@@ -74,6 +87,10 @@ class OperatorDesk:
         }
         if s.link is not None:  # a table that joined a link; a single table has no key
             out["link"] = link_status(s.link)
+        if s.archive is not None:  # a table with an [archive] section
+            out["archive"] = dict(s.archive)
+        if s.slips is not None:  # a table with a slip printer (docs/slips.md)
+            out["slips"] = dict(s.slips)
         return out
 
     @staticmethod
@@ -110,61 +127,110 @@ class OperatorDesk:
         action = str(request.get("action", ""))
         if action == "status":
             return {"ok": True, "status": self.status()}
-        operator = str(request.get("operator", "")).strip()
-        reason = str(request.get("reason", "")).strip()
-        approver = str(request.get("approver", "")).strip()
-        if not operator or not reason:
+        if action == "slip-print":  # wake the slip printer's queue: nothing is journaled
+            return await self._slip_print(str(request.get("serial", "")))
+        who = _Who(
+            operator=str(request.get("operator", "")).strip(),
+            reason=str(request.get("reason", "")).strip(),
+            approver=str(request.get("approver", "")).strip(),
+            peer=peer,
+            now=self.port.now(),
+        )
+        if not who.operator or not who.reason:
             return {"ok": False, "error": "an operator id and a reason are required"}
-        now = self.port.now()
-        if action in ("close", "open"):
-            # The operator's action and its effect are journaled in one transaction.
-            who = {"operator": operator, "reason": reason, "uid": peer.uid, "pid": peer.pid}
-            closing = action == "close"
-            done = await self.port.submit(
-                SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator),
-                note=Note(f"operator_{action}", who, operator),
+        actions = {
+            "close": self._close_or_open,
+            "open": self._close_or_open,
+            "reload": self._reload,
+            "slip-void": self._slip_void,
+            "slip-reprint": self._slip_reprint,
+            "adjust": self._adjust_or_transfer,
+            "transfer": self._adjust_or_transfer,
+        }
+        if (act := actions.get(action)) is None:
+            return {"ok": False, "error": f"unknown action {action!r}"}
+        return await act(action, request, who)
+
+    async def _slip_print(self, serial: str) -> dict[str, Any]:
+        waiting = await self.port.print_now(serial)
+        if isinstance(waiting, str):
+            return {"ok": False, "error": waiting}
+        return {"ok": True, "serial": serial, "waiting": waiting}
+
+    async def _close_or_open(
+        self, action: str, request: Mapping[str, Any], who: _Who
+    ) -> dict[str, Any]:
+        # The operator's action and its effect are journaled in one transaction.
+        noted = {"operator": who.operator, "reason": who.reason, "uid": who.peer.uid,
+                 "pid": who.peer.pid}  # fmt: skip
+        closing, now, operator = action == "close", who.now, who.operator
+        done = await self.port.submit(
+            SetClosed(reason=OPERATOR_CLOSED, closed=closing, at=now, actor=operator),
+            note=Note(f"operator_{action}", noted, operator),
+        )
+        # Refused otherwise (already closed so, say): the answer shows the closures.
+        if isinstance(done, CommandRefused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
+            return {"ok": False, "error": LEDGER_UNAVAILABLE}
+        if not closing:  # the configuration fixed: the link refusal's closure ends too
+            for reason in sorted(self.port.status().state.closed):
+                if reason.startswith(LINK_REFUSED):
+                    reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
+                    if isinstance(done := await self.port.submit(reopen), CommandRefused):
+                        return {"ok": False, "error": done.reason}
+        return {"ok": True, "closed": sorted(self.port.status().state.closed)}
+
+    async def _reload(self, action: str, request: Mapping[str, Any], who: _Who) -> dict[str, Any]:
+        return await self.reload_parameters(who.operator, who.approver, who.reason, who.peer)
+
+    async def _slip_void(
+        self, action: str, request: Mapping[str, Any], who: _Who
+    ) -> dict[str, Any]:
+        serial, reissue = str(request.get("serial", "")), request.get("reissue") is True
+        void = await self.port.void_slip(serial, reason=who.reason, by=who.operator,
+                                         reissue=reissue)  # fmt: skip
+        if isinstance(void, str):
+            return {"ok": False, "error": void}
+        return {"ok": True, "voided": void.serial, "reissued_as": void.reissued_as}
+
+    async def _slip_reprint(
+        self, action: str, request: Mapping[str, Any], who: _Who
+    ) -> dict[str, Any]:
+        serial = str(request.get("serial", ""))
+        n = await self.port.reprint_slip(serial, reason=who.reason, by=who.operator)
+        if isinstance(n, str):
+            return {"ok": False, "error": n}
+        return {"ok": True, "serial": serial, "reprint": n}
+
+    async def _adjust_or_transfer(
+        self, action: str, request: Mapping[str, Any], who: _Who
+    ) -> dict[str, Any]:
+        try:
+            units = dollars(str(request.get("amount", "")))
+        except MoneyError as exc:
+            return {"ok": False, "error": str(exc)}
+        command: Command
+        if action == "adjust":
+            command = AdjustMeter(
+                meter=str(request.get("meter", "main")),
+                units=units,
+                reason=who.reason,
+                approved_by=who.approver,
+                actor=who.operator,
+                at=who.now,
             )
-            # Refused otherwise (already closed so, say): the answer shows the closures.
-            if isinstance(done, Refused) and done.code is RefusalCode.LEDGER_UNAVAILABLE:
-                return {"ok": False, "error": LEDGER_UNAVAILABLE}
-            if not closing:  # the configuration fixed: the link refusal's closure ends too
-                for reason in sorted(self.port.status().state.closed):
-                    if reason.startswith(LINK_REFUSED):
-                        reopen = SetClosed(reason=reason, closed=False, at=now, actor=operator)
-                        if isinstance(done := await self.port.submit(reopen), Refused):
-                            return {"ok": False, "error": done.reason}
-            return {"ok": True, "closed": sorted(self.port.status().state.closed)}
-        if action == "reload":
-            return await self.reload_parameters(operator, approver, reason, peer)
-        if action in ("adjust", "transfer"):
-            try:
-                units = dollars(str(request.get("amount", "")))
-            except MoneyError as exc:
-                return {"ok": False, "error": str(exc)}
-            command: Command
-            if action == "adjust":
-                command = AdjustMeter(
-                    meter=str(request.get("meter", "main")),
-                    units=units,
-                    reason=reason,
-                    approved_by=approver,
-                    actor=operator,
-                    at=now,
-                )
-            else:
-                command = TransferMeter(
-                    from_meter=str(request.get("from", "")),
-                    to_meter=str(request.get("to", "")),
-                    units=units,
-                    reason=reason,
-                    approved_by=approver,
-                    actor=operator,
-                    at=now,
-                )
-            if isinstance(done := await self.port.submit(command), Refused):
-                return {"ok": False, "error": done.reason}
-            return {"ok": True, "status": self.status()}
-        return {"ok": False, "error": f"unknown action {action!r}"}
+        else:
+            command = TransferMeter(
+                from_meter=str(request.get("from", "")),
+                to_meter=str(request.get("to", "")),
+                units=units,
+                reason=who.reason,
+                approved_by=who.approver,
+                actor=who.operator,
+                at=who.now,
+            )
+        if isinstance(done := await self.port.submit(command), CommandRefused):
+            return {"ok": False, "error": done.reason}
+        return {"ok": True, "status": self.status()}
 
     async def reload_parameters(
         self, operator: str, approver: str, reason: str, peer: Peer
@@ -172,9 +238,11 @@ class OperatorDesk:
         """Re-read the configuration file and apply new progressive parameters.
 
         Refused while a round is open or an award awaits the supervisor, without a second
-        person's approval, or when the new file is invalid, names another table, changes the
-        set of meters, or sets a limit below a meter's current amount. Journaled with the
-        old and new values. Board, MQTT and ledger settings take effect at the next start.
+        person's approval, or when the new file is invalid, names another table, links or
+        drops a local meter that holds money (:mod:`progressived.ledger.conversion`), changes
+        the set of meters or a meter's link, or sets a limit below a meter's current amount.
+        Journaled with the old and new values. Board, MQTT and ledger settings take effect
+        at the next start.
         """
         if not approver or approver == operator:
             return {"ok": False, "error": "a second person must approve (two-person control)"}
@@ -232,6 +300,10 @@ def plan_reload(
     old, params = current.params, new.params
     if params.table_id != old.table_id:
         return "the table id cannot change"
+    # A local meter with money that the new file links or drops: said now, in the words a
+    # restart would meet (it refuses to start on them), not "restart the daemon".
+    if found := conversion.held(state, parameters.describe(old), params):
+        return conversion.refusal(found)
     if params.meter_ids != old.meter_ids:
         return "the set of meters cannot change while running"
     if params.link_meter_ids() != old.link_meter_ids() or params.link_id != old.link_id:

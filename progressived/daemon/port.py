@@ -52,14 +52,14 @@ class Committed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Refused:
+class CommandRefused:
     """A command not taken: ``code`` to match on, ``reason`` in words for a person."""
 
     code: RefusalCode
     reason: str
 
 
-Submitted = Committed | Refused
+Submitted = Committed | CommandRefused
 """What :meth:`Journal.submit` returns (and the operator desk's port passes on)."""
 
 
@@ -132,6 +132,9 @@ class DeskStatus:
     broker_error: str = ""
     broker_denied: Mapping[str, str] = field(default_factory=dict)
     broker_denied_total: int = 0
+    archive: Mapping[str, Any] | None = None  # the archive's view (docs/archive.md)
+    # Payout slips (docs/slips.md): the printer and its queue, when ``[slips.printer]``.
+    slips: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,14 @@ class ParameterPlan:
     changes: Mapping[str, Any]
     detail: Mapping[str, Any]
     actor: str  # the operator who asked
+
+
+@dataclass(frozen=True, slots=True)
+class SlipVoided:
+    """A payout slip voided by an operator, and the serial it was reissued under, if any."""
+
+    serial: str
+    reissued_as: str | None
 
 
 ParameterCheck = Callable[[TableState, DaemonConfig], "ParameterPlan | str"]
@@ -168,4 +179,21 @@ class DeskPort(Protocol):
     async def change_parameters(self, check: ParameterCheck) -> ParameterPlan | str:
         """Run ``check`` under the journal's lock; journal and apply its plan if it changes
         anything. Returns the plan, or why not."""
+        ...
+
+    async def void_slip(
+        self, serial: str, *, reason: str, by: str, reissue: bool
+    ) -> SlipVoided | str:
+        """Void payout slip ``serial`` (and, with ``reissue``, issue it again under the next
+        serial) in one transaction; what was done, or why not (docs/slips.md)."""
+        ...
+
+    async def reprint_slip(self, serial: str, *, reason: str, by: str) -> int | str:
+        """Journal a reprint of ``serial`` (printed as ``REPRINT n``) and wake the printer;
+        ``n``, or why not."""
+        ...
+
+    async def print_now(self, serial: str) -> list[str] | str:
+        """Wake the slip printer's queue for the copies of ``serial`` still waiting (their
+        labels), or why not (no printer, nothing waiting)."""
         ...

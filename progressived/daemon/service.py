@@ -225,20 +225,7 @@ class Controller:
             await self._close_ledger()
             raise
         table = self.table
-        # The broker session and the board end when the publisher and the driver stop; the
-        # others are cancelled at the stop (under the lock: never in a write).
-        ending = [
-            loop.create_task(self.session.run(), name="mqtt"),
-            loop.create_task(self.driver.run(), name="board"),
-        ]
-        cancelled = [
-            loop.create_task(table.board_input.run(), name="input"),
-            loop.create_task(housekeeping(table.writer, self.health), name="housekeeping"),
-            # Always: it logs each change of health; it pings systemd only under a watchdog.
-            loop.create_task(watchdog(table.current, self.health, self.notifier), name="watchdog"),
-        ]
-        if table.link is not None:
-            cancelled.append(loop.create_task(table.link.run(), name="link"))
+        ending, cancelled = self._tasks(loop, table)
         self.lifecycle.watch(*ending, *cancelled)  # crash-only: systemd restarts from the ledger
         log.info(
             "running",
@@ -255,6 +242,8 @@ class Controller:
             version=self.version,
             metrics_port=lambda: self.metrics_port,
             link_status=table.link.status if table.link is not None else lambda: None,
+            archive_status=table.archive.status if table.archive is not None else lambda: None,
+            printing=table.printing,
         )
         desk = OperatorDesk(port)
         control.handler, control.on_refused = desk.handle, desk.refused
@@ -268,6 +257,30 @@ class Controller:
         self.notifier.stopping()
         await self.shutdown(ending, cancelled)
         return self.lifecycle.status()
+
+    def _tasks(
+        self, loop: asyncio.AbstractEventLoop, table: OpenTable
+    ) -> tuple[list[asyncio.Task[Any]], list[asyncio.Task[Any]]]:
+        """The daemon's tasks. The broker session and the board end when the publisher and
+        the driver stop; the others are cancelled at the stop (under the lock: never in a
+        write)."""
+        ending = [
+            loop.create_task(self.session.run(), name="mqtt"),
+            loop.create_task(self.driver.run(), name="board"),
+        ]
+        cancelled = [
+            loop.create_task(table.board_input.run(), name="input"),
+            loop.create_task(housekeeping(table.writer, self.health), name="housekeeping"),
+            # Always: it logs each change of health; it pings systemd only under a watchdog.
+            loop.create_task(watchdog(table.current, self.health, self.notifier), name="watchdog"),
+        ]
+        if table.link is not None:
+            cancelled.append(loop.create_task(table.link.run(), name="link"))
+        if table.archive is not None:
+            cancelled.append(loop.create_task(table.archive.run(), name="archive"))
+        if table.printing is not None:  # the slip printer's queue (docs/slips.md)
+            cancelled.append(loop.create_task(table.printing.run(), name="slip-printer"))
+        return ending, cancelled
 
     async def _close_ledger(self) -> None:
         """After a start that failed part-way: close the ledger if it was opened."""
@@ -304,6 +317,8 @@ class Controller:
         await table.publisher.stop()
         await self.driver.stop()
         await asyncio.gather(*ending, *cancelled, return_exceptions=True)
+        if table.archive is not None:
+            table.archive.close()
         await self.executor.run(ledger.close)
         self.executor.close()
         log.info("stopped", table=self.config.params.table_id)

@@ -15,25 +15,57 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
+from progressived.core.money import display_cents
+
 _QUIET_DAEMON_WARNINGS = frozenset({"key sequence refused", "command rejected"})
 """Daemon warnings already shown from their events (``key_refused``, ``command_rejected``)."""
 
 
 def money(cents: object) -> str:
     """Whole cents as dollars, e.g. ``$1,000.45``."""
-    value = cents if isinstance(cents, int) else 0
-    return f"${value // 100:,}.{value % 100:02d}"
+    return display_cents(cents if isinstance(cents, int) else 0)
+
+
+_WIN_KINDS = frozenset(
+    {"hand_keyed", "hand_unkeyed", "award_keyed", "award_confirmed", "envy"}
+    | {"award_rejected", "award_unkeyed", "award_reversed"}
+)
+_TABLE_KINDS = frozenset(
+    {"key_refused", "command_rejected", "table_closed", "table_opened"}
+    | {"board_online", "board_offline"}
+)
 
 
 def narrate(event: dict[str, Any]) -> str | None:
     """One line saying what a table event means to someone watching, or None for routine ones."""
     kind = event.get("kind")
-    seat, hand = event.get("seat"), event.get("hand")
-    cents = money(event.get("cents"))
+    if not isinstance(kind, str):  # a stranger's payload: nothing to say (nor to hash)
+        return None
+    if kind in _WIN_KINDS:
+        return _win_line(kind, event)
+    if kind in _TABLE_KINDS:
+        return _table_line(kind, event)
     match kind:
         case "round_locked":
             seats = ", ".join(str(s) for s in event.get("seats", []))
             return f"round {event.get('round')}: LOCK - wagers on seats {seats or 'none'}"
+        case "round_reconciled":
+            pays = event.get("settlement", [])
+            total = sum(p.get("cents", 0) for p in pays if isinstance(p, dict))
+            return f"round {event.get('round')} reconciled: {len(pays)} pays, {money(total)}"
+        case "round_voided":
+            return f"round {event.get('round')} voided by {event.get('by')}"
+        case "late_bet":
+            seat = event.get("seat")
+            return f"late bet at seat {seat} after LOCK (present: {event.get('present')})"
+    return None
+
+
+def _win_line(kind: str, event: dict[str, Any]) -> str | None:
+    """A winning hand keyed or turned off, a meter award and what became of it, an envy bonus."""
+    seat, hand = event.get("seat"), event.get("hand")
+    cents = money(event.get("cents"))
+    match kind:
         case "hand_keyed":
             if event.get("source") == "tray":
                 return f"seat {seat} keyed {hand}: pays {cents} from the tray"
@@ -57,18 +89,16 @@ def narrate(event: dict[str, Any]) -> str | None:
                 f"ENVY bonus: seat {seat} gets {cents} because seat {event.get('from_seat')} "
                 f"hit {hand}"
             )
-        case "round_reconciled":
-            pays = event.get("settlement", [])
-            total = sum(p.get("cents", 0) for p in pays if isinstance(p, dict))
-            return f"round {event.get('round')} reconciled: {len(pays)} pays, {money(total)}"
-        case "round_voided":
-            return f"round {event.get('round')} voided by {event.get('by')}"
+    return None
+
+
+def _table_line(kind: str, event: dict[str, Any]) -> str | None:
+    """The daemon's refusals, the progressive closed or open, the board on or off line."""
+    match kind:
         case "key_refused":
             return f"daemon refused key {event.get('code')}: {event.get('reason')}"
         case "command_rejected":
             return f"daemon rejected {event.get('command')}: {event.get('reason')}"
-        case "late_bet":
-            return f"late bet at seat {seat} after LOCK (present: {event.get('present')})"
         case "table_closed":
             return f"progressive closed ({event.get('reason')})"
         case "table_opened":

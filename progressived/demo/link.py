@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 import aiomqtt
 
-from progressived.core.money import UNITS_PER_CENT
+from progressived.core.money import UNITS_PER_CENT, display
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.demo.broker import AmqttBroker, start_broker
 from progressived.testing.board import PtyBoard, simulator
@@ -164,7 +164,7 @@ class Floor:
 def dollars(units: object) -> str:
     if not isinstance(units, int):
         return "?"
-    return f"${units // UNITS_PER_CENT // 100:,}.{units // UNITS_PER_CENT % 100:02d}"
+    return display(units)
 
 
 async def watch(port: int, floor: Floor) -> None:

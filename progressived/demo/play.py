@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import aiomqtt
 
@@ -157,11 +157,6 @@ def play(
 ) -> int:
     said: queue.Queue[str] = queue.Queue()  # lines from the output threads, drawn by this one
     interactive = threading.Event()
-    log_lock = threading.Lock()
-    link = work / "board"
-    sim_cmd = [*PROGRESSIVECTL, "simulate-board", "--link", str(link), "--seats", "7"]
-    sim_cmd += ["--heartbeat", "0.5"]
-    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
     threads: list[threading.Thread] = []
     with contextlib.ExitStack() as stack:
         sim_log = stack.enter_context((work / "board.log").open("w"))
@@ -169,31 +164,8 @@ def play(
         # Unwound in reverse: the processes stop, their last lines reach the logs, then the
         # logs close.
         stack.callback(_join, threads)
-        sim = stack.enter_context(_process(sim_cmd, stdin=subprocess.PIPE, **pipes))
-        assert sim.stdin is not None
-        assert sim.stdout is not None
-        assert sim.stderr is not None
-
-        def board_answer(line: str) -> str | None:
-            # The lights change with every bet and key; during the script they would crowd
-            # out the narration, so they are shown once someone is typing.
-            if line.startswith("lights") and not interactive.is_set():
-                return None
-            return f"board: {line}"
-
-        threads.append(tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock))
-
-        def board_error(line: str) -> str:
-            return f"board error: {line.removeprefix('stdin: ')}"
-
-        threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
-        _wait_for(link.exists, 20, "the board simulator's pty")
-        # The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log.
-        web_log = stack.enter_context((work / "websign.log").open("w"))
-        web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
-        web_cmd += ["--listen", f"127.0.0.1:{web_port}", "--config", str(_sign_file(work))]
-        web = stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
-        web_told = threading.Event()
+        sim = _start_board(stack, work, sim_log, said, interactive, threads)
+        web = _start_web(stack, work, port, web_port)
         with _process(
             [*PROGRESSIVED, "run", "--config", str(config)],
             stdout=subprocess.PIPE,
@@ -205,58 +177,142 @@ def play(
                 daemon.stdout, daemon_log, daemon_problem, said.put, threading.Lock()
             )
             threads.append(daemon_tee)
-            view = SignView("progressive", "main", TABLE)
-            events: list[dict[str, Any]] = []
-            loop = asyncio.new_event_loop()
-            watcher = loop.create_task(_watch(host, port, view, events, screen, plain=headless))
-            _OPEN_LOOPS.append(loop)  # for a Ctrl-C: see close_loops
+            live = _Live(
+                work=work,
+                screen=screen,
+                said=said,
+                sim=sim,
+                web=web,
+                daemon=daemon,
+                daemon_tee=daemon_tee,
+                watch=(host, port, headless),
+            )
+            return live.run(headless, rounds, interactive)
 
-            def pump(seconds: float) -> None:
-                loop.run_until_complete(asyncio.sleep(seconds))
-                if watcher.done() and watcher.exception():
-                    raise RuntimeError(f"sign subscriber failed: {watcher.exception()}")
-                children()
-                while not said.empty():
-                    screen.say(said.get_nowait())
-                screen.draw()
 
-            def children() -> None:
-                """A stopped web sign is told once (the demo plays on without its page); a
-                stopped daemon ends the demo with its own line and status."""
-                if (gone := web.poll()) is not None and not web_told.is_set():
-                    web_told.set()
-                    line = _last_line(work / "websign.log", "progressivectl ")
-                    said.put(f"web sign stopped (status {gone}): {line}")
-                if (status := daemon.poll()) is not None:
-                    daemon_tee.join(timeout=5)  # its last lines reach daemon.log
-                    raise DaemonStopped(status, _last_line(work / "daemon.log"))
+def _start_board(
+    stack: contextlib.ExitStack,
+    work: Path,
+    sim_log: TextIO,
+    said: queue.Queue[str],
+    interactive: threading.Event,
+    threads: list[threading.Thread],
+) -> subprocess.Popen[str]:
+    """The board simulator on its pty, its output teed to board.log and the screen."""
+    log_lock = threading.Lock()
+    link = work / "board"
+    sim_cmd = [*PROGRESSIVECTL, "simulate-board", "--link", str(link), "--seats", "7"]
+    sim_cmd += ["--heartbeat", "0.5"]
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 1}
+    sim = stack.enter_context(_process(sim_cmd, stdin=subprocess.PIPE, **pipes))
+    assert sim.stdin is not None
+    assert sim.stdout is not None
+    assert sim.stderr is not None
 
-            def type_line(line: str) -> None:
-                assert sim.stdin is not None
-                try:
-                    sim.stdin.write(line.rstrip("\n") + "\n")
-                    sim.stdin.flush()
-                except (BrokenPipeError, ValueError):  # after `quit`: the simulator is gone
-                    said.put("board error: the board simulator has stopped; Ctrl-C ends the demo")
+    def board_answer(line: str) -> str | None:
+        # The lights change with every bet and key; during the script they would crowd
+        # out the narration, so they are shown once someone is typing.
+        if line.startswith("lights") and not interactive.is_set():
+            return None
+        return f"board: {line}"
 
-            def online() -> bool:
-                pump(0.1)
-                return any(e.get("kind") == "board_online" for e in events)
+    threads.append(tee_lines(sim.stdout, sim_log, board_answer, said.put, log_lock))
 
-            try:
-                _wait_for(online, 30, "the daemon to see the board")
-                count = rounds if headless else len(ROUNDS)
-                played = play_script(count, type_line, pump, screen)
-                reconciled = await_reconciled(events, played, pump)
-                screen.say(f"rounds reconciled: {reconciled} of {played}; meter {view.display}")
-                pump(0)
-                if headless:
-                    return 0 if reconciled >= played else 1
-                interactive.set()
-                forward_typing(type_line, pump, screen)
-                return 0
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(BaseException):
-                    loop.run_until_complete(watcher)
-                loop.close()
+    def board_error(line: str) -> str:
+        return f"board error: {line.removeprefix('stdin: ')}"
+
+    threads.append(tee_lines(sim.stderr, sim_log, board_error, said.put, log_lock))
+    _wait_for(link.exists, 20, "the board simulator's pty")
+    return sim
+
+
+def _start_web(
+    stack: contextlib.ExitStack, work: Path, port: int, web_port: int
+) -> subprocess.Popen[str]:
+    """The web sign (docs/sign.md) for the banner's URL; its lines go to websign.log."""
+    web_log = stack.enter_context((work / "websign.log").open("w"))
+    web_cmd = [*PROGRESSIVECTL, "sign", "--web", "--port", str(port), "--table", TABLE]
+    web_cmd += ["--listen", f"127.0.0.1:{web_port}", "--config", str(_sign_file(work))]
+    return stack.enter_context(_process(web_cmd, stdout=web_log, stderr=subprocess.STDOUT))
+
+
+class _Live:
+    """The demo while the daemon runs: the sign watcher's event loop pumped between steps,
+    the children watched, the script played and then the typing forwarded to the board."""
+
+    def __init__(
+        self,
+        *,
+        work: Path,
+        screen: Screen,
+        said: queue.Queue[str],
+        sim: subprocess.Popen[str],
+        web: subprocess.Popen[str],
+        daemon: subprocess.Popen[str],
+        daemon_tee: threading.Thread,
+        watch: tuple[str, int, bool],  # the broker's host and port; plain frames (headless)
+    ) -> None:
+        self.work, self.screen, self.said = work, screen, said
+        self.sim, self.web, self.daemon, self.daemon_tee = sim, web, daemon, daemon_tee
+        self.web_told = threading.Event()
+        self.view = SignView("progressive", "main", TABLE)
+        self.events: list[dict[str, Any]] = []
+        self.loop = asyncio.new_event_loop()
+        host, port, plain = watch
+        self.watcher = self.loop.create_task(
+            _watch(host, port, self.view, self.events, screen, plain=plain)
+        )
+        _OPEN_LOOPS.append(self.loop)  # for a Ctrl-C: see close_loops
+
+    def pump(self, seconds: float) -> None:
+        self.loop.run_until_complete(asyncio.sleep(seconds))
+        if self.watcher.done() and self.watcher.exception():
+            raise RuntimeError(f"sign subscriber failed: {self.watcher.exception()}")
+        self.children()
+        while not self.said.empty():
+            self.screen.say(self.said.get_nowait())
+        self.screen.draw()
+
+    def children(self) -> None:
+        """A stopped web sign is told once (the demo plays on without its page); a
+        stopped daemon ends the demo with its own line and status."""
+        if (gone := self.web.poll()) is not None and not self.web_told.is_set():
+            self.web_told.set()
+            line = _last_line(self.work / "websign.log", "progressivectl ")
+            self.said.put(f"web sign stopped (status {gone}): {line}")
+        if (status := self.daemon.poll()) is not None:
+            self.daemon_tee.join(timeout=5)  # its last lines reach daemon.log
+            raise DaemonStopped(status, _last_line(self.work / "daemon.log"))
+
+    def type_line(self, line: str) -> None:
+        assert self.sim.stdin is not None
+        try:
+            self.sim.stdin.write(line.rstrip("\n") + "\n")
+            self.sim.stdin.flush()
+        except (BrokenPipeError, ValueError):  # after `quit`: the simulator is gone
+            self.said.put("board error: the board simulator has stopped; Ctrl-C ends the demo")
+
+    def online(self) -> bool:
+        self.pump(0.1)
+        return any(e.get("kind") == "board_online" for e in self.events)
+
+    def run(self, headless: bool, rounds: int, interactive: threading.Event) -> int:
+        """The script (``rounds`` of it when headless), then the typing until Ctrl-C."""
+        screen, pump = self.screen, self.pump
+        try:
+            _wait_for(self.online, 30, "the daemon to see the board")
+            count = rounds if headless else len(ROUNDS)
+            played = play_script(count, self.type_line, pump, screen)
+            reconciled = await_reconciled(self.events, played, pump)
+            screen.say(f"rounds reconciled: {reconciled} of {played}; meter {self.view.display}")
+            pump(0)
+            if headless:
+                return 0 if reconciled >= played else 1
+            interactive.set()
+            forward_typing(self.type_line, pump, screen)
+            return 0
+        finally:
+            self.watcher.cancel()
+            with contextlib.suppress(BaseException):
+                self.loop.run_until_complete(self.watcher)
+            self.loop.close()

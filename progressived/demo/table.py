@@ -114,31 +114,7 @@ def run_demo(
     logging.getLogger("mqtt").addHandler(logging.NullHandler())
     status = 1
     try:
-        try:
-            broker = start_broker(work)
-        except BrokerUnavailable as exc:
-            print(f"progressived demo: {exc}", file=sys.stderr)
-            return 2
-        try:
-            metrics_port, web_port = free_port(), free_port()
-            config = write_config(
-                work,
-                demo_config(metrics_port),
-                broker_host="127.0.0.1",
-                broker_port=broker.port,
-                link=work / "board",
-            )
-            banner = _banner(work, broker, metrics_port, keep, web_port)
-            print(banner, file=out, flush=True)
-            tty = not headless and is_terminal(out)
-            screen = Screen(out, tty=tty, header=_header(work, keep, web_port))
-            status = _init_ledger(config, work / "ledger.db", out)
-            if status == 0:
-                status = play(
-                    work, config, broker.host, broker.port, headless, rounds, screen, web_port
-                )
-        finally:
-            broker.stop()
+        status = _play_with_broker(work, keep, headless, rounds, out)
     except KeyboardInterrupt:
         # Ctrl-C at any moment, even while the processes start: one line and status 130
         # (docs/operations.md's exit codes), headless or not. The children got the same
@@ -165,6 +141,37 @@ def run_demo(
             shutil.rmtree(work, ignore_errors=True)
             gone = "removed" if not work.exists() else "could not remove"
             print(f"{gone} the demo's files in {work}", file=out, flush=True)
+    return status
+
+
+def _play_with_broker(work: Path, keep: bool, headless: bool, rounds: int, out: TextIO) -> int:
+    """The broker started, the table's files written, the ledger made, then the play; the
+    broker stopped whatever happens."""
+    try:
+        broker = start_broker(work)
+    except BrokerUnavailable as exc:
+        print(f"progressived demo: {exc}", file=sys.stderr)
+        return 2
+    try:
+        metrics_port, web_port = free_port(), free_port()
+        config = write_config(
+            work,
+            demo_config(metrics_port),
+            broker_host="127.0.0.1",
+            broker_port=broker.port,
+            link=work / "board",
+        )
+        banner = _banner(work, broker, metrics_port, keep, web_port)
+        print(banner, file=out, flush=True)
+        tty = not headless and is_terminal(out)
+        screen = Screen(out, tty=tty, header=_header(work, keep, web_port))
+        status = _init_ledger(config, work / "ledger.db", out)
+        if status == 0:
+            status = play(
+                work, config, broker.host, broker.port, headless, rounds, screen, web_port
+            )
+    finally:
+        broker.stop()
     return status
 
 

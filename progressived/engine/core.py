@@ -8,6 +8,9 @@ answered at once, so the events are exactly one engine's. Meter commands (linked
 adjustments, transfers) go to the meter book. ``evolve`` folds one event into the state;
 ``decide`` builds its resulting state with ``evolve`` too, so a state is exactly the replay
 of its events.
+
+Micro-benchmark: ``python -m bench.engine_decide`` (``decide`` per linked contribution and
+per table-round command, CPU time; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from progressived.engine.commands import (
     TransferMeter,
     Void,
 )
-from progressived.engine.decision import Accepted, Decision, Rejected
+from progressived.engine.decision import Accepted, Decision, RejectCode, Rejected
 from progressived.engine.events import Event
 from progressived.engine.evolve import evolve
 from progressived.engine.meter_port import MeterAnswered, MeterPort, MeterRequested
@@ -98,7 +101,7 @@ def _answered(state: TableState, command: MeterAnswered) -> Decision:
             return Rejected(
                 f"the meter answered {event.kind} at seat {event.seat}, which the round "
                 "did not ask for",
-                "unexpected-answer",
+                RejectCode.UNEXPECTED_ANSWER,
                 state,
             )
         after = folded
@@ -136,7 +139,7 @@ def decide(
             )
         case MeterAnswered():
             return _answered(state, command)
-    return Rejected(f"unknown command {command!r}", "unknown-command", state)
+    return Rejected(f"unknown command {command!r}", RejectCode.UNKNOWN_COMMAND, state)
 
 
 def _round(
@@ -158,7 +161,7 @@ def _view(state: TableState) -> meterbook.RoundView:
     )
 
 
-def _outcome(state: TableState, result: tuple[str, str] | Event) -> Decision:
+def _outcome(state: TableState, result: tuple[str, RejectCode] | Event) -> Decision:
     if isinstance(result, tuple):
         reason, code = result
         return Rejected(reason, code, state)

@@ -8,6 +8,7 @@ round's fields follow the event kinds. A meter book's answer (``WagerLocked``,
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import assert_never
 
 from progressived.engine import accounts
 from progressived.engine.events import (
@@ -125,24 +126,35 @@ def evolve(state: TableState, event: Event) -> TableState:
             return replace(state, opened=state.opened | {meter_id})
         case MeterRequested(request=request):
             return replace(state, awaiting=(*state.awaiting, request))
-        case SensorsChanged(present=present):
-            return replace(state, sensed=frozenset(present))
         case RoundLocked(seats=seats):
             off = bool(link_closures(state.closed))
             return replace(state, phase=Phase.LOCKED, locked=frozenset(seats), linked_off=off)
-        case ClaimRefused(seat=seat, hand=hand):  # a refused confirmation drops the award
-            awards = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))
-            return replace(state, awards=awards)
-        case WagerLocked(seat=seat, postings=postings):
-            return replace(state, wager_postings=(*state.wager_postings, (seat, postings)))
-        case WagerRefunded(seat=seat):
-            kept = tuple(w for w in state.wager_postings if w[0] != seat)
-            return replace(state, wager_postings=kept, locked=state.locked - {seat})
-        case HandKeyed(seat=seat, hand=hand, source=source, units=units):
-            return replace(state, keyed=(*state.keyed, KeyedHand(seat, hand, source, units)))
-        case HandUnkeyed(seat=seat, hand=hand):
-            keyed = tuple(k for k in state.keyed if (k.seat, k.hand) != (seat, hand))
-            return replace(state, keyed=keyed)
+        case AwardKeyed() | AwardReversed() | AwardConfirmed() | AwardApproved() | ClaimRefused():
+            return _evolve_award(state, event)
+        case (
+            SensorsChanged()
+            | WagerLocked()
+            | WagerRefunded()
+            | HandKeyed()
+            | HandUnkeyed()
+            | SpotsJoined()
+        ):
+            return _evolve_seat(state, event)
+        case RoundReconciled() | RoundVoided():
+            return _new_round(state)
+        case TableClosed(reason=reason):
+            return replace(state, closed=state.closed | {reason})
+        case TableOpened(reason=reason):
+            return replace(state, closed=state.closed - {reason})
+    return state
+
+
+def _evolve_award(
+    state: TableState,
+    event: AwardKeyed | AwardReversed | AwardConfirmed | AwardApproved | ClaimRefused,
+) -> TableState:
+    """A meter award keyed, reversed, confirmed or approved, or its claim refused."""
+    match event:
         case AwardKeyed():
             award = MeterAward(
                 seat=event.seat,
@@ -172,14 +184,35 @@ def evolve(state: TableState, event: Event) -> TableState:
             if isinstance(event, AwardApproved):
                 approved = (*approved, (seat, hand, event.by))
             return replace(state, awards=awards, approved=approved)
+        case ClaimRefused(seat=seat, hand=hand):  # a refused confirmation drops the award
+            awards = tuple(a for a in state.awards if (a.seat, a.hand) != (seat, hand))
+            return replace(state, awards=awards)
+        case _:
+            assert_never(event)
+
+
+def _evolve_seat(
+    state: TableState,
+    event: SensorsChanged | WagerLocked | WagerRefunded | HandKeyed | HandUnkeyed | SpotsJoined,
+) -> TableState:
+    """The seats sensed, a seat's wager locked or refunded, a hand keyed or turned off, spots
+    joined as one player."""
+    match event:
+        case SensorsChanged(present=present):
+            return replace(state, sensed=frozenset(present))
+        case WagerLocked(seat=seat, postings=postings):
+            return replace(state, wager_postings=(*state.wager_postings, (seat, postings)))
+        case WagerRefunded(seat=seat):
+            kept = tuple(w for w in state.wager_postings if w[0] != seat)
+            return replace(state, wager_postings=kept, locked=state.locked - {seat})
+        case HandKeyed(seat=seat, hand=hand, source=source, units=units):
+            return replace(state, keyed=(*state.keyed, KeyedHand(seat, hand, source, units)))
+        case HandUnkeyed(seat=seat, hand=hand):
+            keyed = tuple(k for k in state.keyed if (k.seat, k.hand) != (seat, hand))
+            return replace(state, keyed=keyed)
         case SpotsJoined(seats=seats):
             group = frozenset(seats)
             others = tuple(g for g in state.same_player if not g & group)
             return replace(state, same_player=(*others, group))
-        case RoundReconciled() | RoundVoided():
-            return _new_round(state)
-        case TableClosed(reason=reason):
-            return replace(state, closed=state.closed | {reason})
-        case TableOpened(reason=reason):
-            return replace(state, closed=state.closed - {reason})
-    return state
+        case _:
+            assert_never(event)

@@ -84,12 +84,21 @@ def parse_line(
     except ValueError as exc:
         raise ScriptError(f"cannot read line: {exc}") from None
     verb, args = words[0].lower(), words[1:]
+    return _command(verb, args, sensed, at, params)
 
-    def seat(value: str) -> int:
-        try:
-            return int(value)
-        except ValueError:
-            raise ScriptError(f"not a seat number: {value!r}") from None
+
+def _seat(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ScriptError(f"not a seat number: {value!r}") from None
+
+
+def _command(
+    verb: str, args: list[str], sensed: frozenset[int], at: str, params: TableParams | None
+) -> Command:
+    """One script command from its words (the verb in lower case)."""
+    seat = _seat
 
     def arity(count: int, usage: str) -> None:
         if len(args) != count:

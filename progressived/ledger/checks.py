@@ -185,7 +185,7 @@ def sums_and_snapshot(
     try:
         saved = nonzero(balances_of(str(snap[1])))
     except (KeyError, TypeError, ValueError) as exc:
-        return balances, [(seq, SNAPSHOT_STATE, f"the latest snapshot cannot be read: {exc!r}")]
+        return balances, [(seq, SNAPSHOT_STATE, f"the latest snapshot cannot be read: {exc}")]
     posted = nonzero({str(a): int(u) for a, _, u in rows})
     wrong = sorted(a for a in set(saved) | set(posted) if saved.get(a, 0) != posted.get(a, 0))
     if not wrong:
@@ -225,7 +225,14 @@ def replay(
             else:
                 state = evolve(state, event)  # rows() compares kind, round, seat, postings
         text = snapshots.get(seq)
-        if text is not None and snapshot.loads(text) != state:
+        if text is None:
+            continue
+        try:
+            saved = snapshot.loads(text)
+        except snapshot.SnapshotError as exc:
+            found.append((seq, SNAPSHOT_STATE, f"the snapshot at this row cannot be read: {exc}"))
+            continue
+        if saved != state:
             found.append(
                 (seq, SNAPSHOT_STATE, "the snapshot at this row differs from the replayed state")
             )

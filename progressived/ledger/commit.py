@@ -1,6 +1,10 @@
 """The I/O half of a ledger write lives in the storage port's SQLite adapter
 (:mod:`progressived.storage.sqlite`: one ``BEGIN IMMEDIATE`` transaction that inserts a
-plan); the names the daemon and the ledger's modules import from here stay here."""
+plan); the names the daemon and the ledger's modules import from here stay here.
+
+Micro-benchmark: ``python -m bench.ledger_commit`` (the store's write against bare inserts
+of the same rows; docs/performance.md, "Micro-benchmarks").
+"""
 
 from collections.abc import Sequence
 

@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from progressived.core.params import TableParams
 from progressived.engine.state import TableState
-from progressived.ledger import chain
+from progressived.ledger import chain, link_outbox, slip_reads
+from progressived.ledger.link_outbox import LinkMessageRow, LinkOutboxDepth
 from progressived.ledger.recovery import Recovery
 from progressived.ledger.rows import AppendResult, OutboxRow
+from progressived.ledger.slip_reads import PrintJob
+from progressived.slips.issue import Series
 from progressived.storage.sqlite import SqliteStore, translate
+
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    from progressived.ledger.slips import SlipIssuer
 
 
 class LedgerHandle:
@@ -42,6 +50,9 @@ class LedgerHandle:
         self._stale = False  # a write failed: re-read the head before the next one
         self._mutex = threading.RLock()  # the daemon may write from executor threads
         self.recovery = Recovery(0, 0, 0.0)
+        # Payout slips (docs/slips.md): journaled with their awards once an issuer is set.
+        self.slips: SlipIssuer | None = None
+        self._slip_series = Series()
 
     # ------------------------------------------------------------------ reading
 
@@ -91,12 +102,40 @@ class LedgerHandle:
             OutboxRow(int(i), int(s), str(t), str(p), int(q), bool(r)) for i, s, t, p, q, r in rows
         ]
 
-    def read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query on the writer's connection (the link outbox)."""
+    def link_outbox(self, after_seq: int = 0) -> list[LinkMessageRow]:
+        """The link outbox's messages after ``after_seq``, in sequence order."""
+        return self._query(link_outbox.pending, after_seq)
+
+    def link_message(self, seq: int) -> LinkMessageRow | None:
+        """The link outbox's message of sequence ``seq``, if it still waits for its result."""
+        return self._query(link_outbox.message, seq)
+
+    def link_outbox_depth(self) -> LinkOutboxDepth:
+        """How many messages wait for the link, and the oldest one's payload."""
+        return self._query(link_outbox.depth)
+
+    def link_sent_since(self, round_no: int) -> list[dict[str, Any]]:
+        """The ``link_sent`` rows' data from round ``round_no`` on (and the last one)."""
+        return self._query(link_outbox.sent_since, round_no)
+
+    def slip_print_queue(self) -> list[PrintJob]:
+        """The payout slip copies waiting to print (docs/slips.md, "Printing")."""
+        return self._query(slip_reads.print_queue)
+
+    def slip_rows_head(self) -> int:
+        """The last payout slip row's ``seq`` (0 when none)."""
+        return self._query(slip_reads.slip_rows_head)
+
+    def slip_copies(self, serial: str) -> dict[str, int]:
+        """``slip_issued`` and ``slip_reprint`` rows naming ``serial``, counted by kind."""
+        return self._query(slip_reads.slip_copies, serial)
+
+    def _query(self, read: Callable[..., _T], *args: Any) -> _T:
+        """A read on the writer's connection, under the writer's mutex."""
         with self._mutex:
             self._check_open()
             try:
-                return list(self._conn.execute(sql, args).fetchall())
+                return read(self._conn, *args)
             except sqlite3.Error as exc:
                 raise translate(exc, self._path) from None
 

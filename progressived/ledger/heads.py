@@ -39,7 +39,7 @@ _HEAD = re.compile(r"^([1-9][0-9]*):([0-9a-f]{64})$")
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
+class WitnessedHead:
     """One row of the chain as recorded elsewhere: its ``seq`` and ``hash``."""
 
     seq: int
@@ -49,15 +49,17 @@ class Head:
         return f"{self.seq}:{self.hash}"
 
 
-def parse_head(text: str) -> Head:
+def parse_head(text: str) -> WitnessedHead:
     """``SEQ:HASH`` (a row number from 1, 64 lower-case hex digits); ``ValueError`` if not."""
     match = _HEAD.match(text.strip().lower())
     if match is None:
         raise ValueError(f"{text!r} is not SEQ:HASH (a row number and a 64-digit hex SHA-256)")
-    return Head(int(match.group(1)), match.group(2))
+    return WitnessedHead(int(match.group(1)), match.group(2))
 
 
-def witnessed(conn: sqlite3.Connection, heads: Iterable[Head], head_seq: int) -> list[Finding]:
+def witnessed(
+    conn: sqlite3.Connection, heads: Iterable[WitnessedHead], head_seq: int
+) -> list[Finding]:
     """Each witnessed head against the ledger's row: it must exist and have that hash.
 
     That the chain runs intact from the row to the ledger's head is the chain walk's part
@@ -101,7 +103,7 @@ def sidecar_path(ledger: Path | str) -> Path:
 class VerifiedHead:
     """The sidecar's content: the head a check found sound, and the balances at it."""
 
-    head: Head
+    head: WitnessedHead
     table_id: str
     at: str
     mode: str
@@ -175,7 +177,7 @@ def verified_from(
     head_seq: int, head_hash: str, table_id: str, at: str, mode: str, balances: Mapping[str, int]
 ) -> VerifiedHead:
     return VerifiedHead(
-        Head(head_seq, head_hash),
+        WitnessedHead(head_seq, head_hash),
         table_id,
         at,
         mode,

@@ -3,11 +3,12 @@
 An auditor checks the meter rate, reserve rate, seed, limit, wager and paytable against the
 approved figures from the ledger alone, so ``ledger_created`` carries them (``parameters``)
 and every change is a ``parameter_changed`` row whose ``changes`` map each key to its
-``old`` and ``new`` value. The keys and values are those of the daemon's reload
-(``progressived.daemon.operator.param_changes``), so one reader folds both kinds of row. When a
-ledger is continued with parameters that differ from the last recorded ones (the daemon
-started with an edited configuration, ``simulate --ledger`` with other flags), the ledger
-journals the difference before writing anything else.
+``old`` and ``new`` value (a key no longer there: ``"removed": true``). The keys and values
+are those of the daemon's reload (``progressived.daemon.operator.param_changes``), so one
+reader folds both kinds of row. When a ledger is continued with parameters that differ from
+the last recorded ones (the daemon started with an edited configuration, ``simulate
+--ledger`` with other flags), the ledger journals the difference before writing anything
+else.
 """
 
 from __future__ import annotations
@@ -49,9 +50,19 @@ def describe(params: TableParams) -> dict[str, Any]:
 
 def changes(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
     """``{key: {"old", "new"}}`` of every key of ``after`` whose value differs (``old`` is
-    ``None`` for a key never recorded; ``before`` ``None``: nothing recorded at all)."""
+    ``None`` for a key never recorded; ``before`` ``None``: nothing recorded at all), and
+    ``{key: {"old", "new": None, "removed": True}}`` of every key of ``before`` that
+    ``after`` no longer has (a meter made linked loses its seed and rates, a meter dropped
+    all its keys): ``new`` alone could not tell a removed key from one set to ``null``
+    (``limit_units``: no limit)."""
     known = before or {}
-    return {k: {"old": known.get(k), "new": v} for k, v in after.items() if known.get(k) != v}
+    changed: dict[str, Any] = {
+        k: {"old": known.get(k), "new": v} for k, v in after.items() if known.get(k) != v
+    }
+    for k, v in known.items():
+        if k not in after:
+            changed[k] = {"old": v, "new": None, "removed": True}
+    return changed
 
 
 def last_recorded(conn: sqlite3.Connection) -> dict[str, Any] | None:
@@ -74,7 +85,9 @@ def last_recorded(conn: sqlite3.Connection) -> dict[str, Any] | None:
         if current is None:
             current = {}
         for key, change in changed.items():
-            if isinstance(change, dict) and "new" in change:
+            if isinstance(change, dict) and change.get("removed") is True:
+                current.pop(key, None)
+            elif isinstance(change, dict) and "new" in change:
                 current[key] = change["new"]
     return current
 

@@ -8,6 +8,9 @@ no I/O, so the checks that refuse a call (unbalanced postings, a field that woul
 hash ambiguous, the engine's balances differing from the postings) run before SQLite is
 touched, and the writer (:mod:`progressived.ledger.store`, or the link's) hands the plan to a
 storage adapter (:mod:`progressived.storage.port`), which only inserts it.
+
+Micro-benchmark: ``python -m bench.ledger_plan`` (the plan per row against SHA-256 of the
+chained text; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ SNAPSHOT_AT_ROUND_END = 200  # rows: a snapshot at a round end once this many ha
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
+class CommittedHead:
     """The committed end of the ledger that a plan starts from (and ends at)."""
 
     seq: int = 0
@@ -53,7 +56,7 @@ class Plan:
     keys: list[tuple[str, int, int]]  # idempotency key, first_seq, last_seq
     outbox: list[tuple[int, str, str, int, int]]  # seq, topic, payload, qos, retain
     snapshot: tuple[int, str, str] | None  # seq, hash, state JSON
-    head: Head
+    head: CommittedHead
 
     @property
     def empty(self) -> bool:
@@ -61,7 +64,7 @@ class Plan:
         return not self.journal and not self.keys
 
 
-class Refused(ValueError):
+class AppendRefused(ValueError):
     """A call the ledger will not journal (the message says why)."""
 
 
@@ -72,7 +75,7 @@ _Spec = tuple[
 
 def plan(
     items: Sequence[Batch | Record],
-    head: Head,
+    head: CommittedHead,
     known: Mapping[str, AppendResult],
     *,
     table_id: str,
@@ -81,103 +84,144 @@ def plan(
     """The rows ``items`` write after ``head``; ``known`` holds the idempotency keys of
     ``items`` already journaled (their calls are duplicates and write nothing).
 
-    Raises :class:`Refused` when a call must be refused; nothing is then written by any
+    Raises :class:`AppendRefused` when a call must be refused; nothing is then written by any
     call of the transaction.
     """
-    seq, prev = head.seq, head.hash
-    balances = dict(head.balances)
-    state, since = head.state, head.since_snapshot
-    round_end = False
-    first_keys = dict(known)
-    results: list[AppendResult] = []
-    journal: list[JournalValues] = []
-    legs: list[tuple[int, int, str, int]] = []
-    touched: dict[str, int] = {}
-    keys: list[tuple[str, int, int]] = []
-    outbox: list[tuple[int, str, str, int, int]] = []
+    w = _Writing(
+        table_id=table_id,
+        seq=head.seq,
+        prev=head.hash,
+        balances=dict(head.balances),
+        state=head.state,
+        since=head.since_snapshot,
+        first_keys=dict(known),
+    )
     for item in items:
         key = item.idempotency_key
         if key is not None:
-            first = first_keys.get(key)
+            first = w.first_keys.get(key)
             if first is not None:
-                results.append(replace(first, duplicate=True))
+                w.results.append(replace(first, duplicate=True))
                 continue
-        rows: list[JournalRow] = []
-        count = 0
         try:
-            actor = chain.clean("actor", item.actor)
-            at = chain.clean("at", item.at)
-            if key is not None:
-                chain.clean("idempotency key", key)
-                if not key:
-                    raise ValueError("an idempotency key may not be empty")
-            specs = _specs(item, at)
-            for row_at, rnd, seat, kind, category, data, postings, known_text in specs:
-                if kind in ROUND_END and category == "engine":
-                    round_end = True
-                seq += 1
-                text = dumps(data) if known_text is None else known_text
-                idem = key if not count else None
-                row_hash = sha256(
-                    f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
-                    f"{category}|{actor}|{'' if idem is None else idem}|{text}".encode()
-                ).hexdigest()  # chain.link(prev, chain.content(...)), inlined on the hot path
-                journal.append(
-                    (
-                        seq,
-                        row_at,
-                        table_id,
-                        rnd,
-                        seat,
-                        kind,
-                        category,
-                        actor,
-                        idem,
-                        text,
-                        row_hash,
-                        prev,
-                    )
-                )
-                prev = row_hash
-                for leg, posting in enumerate(postings):
-                    account, units = posting.account, posting.units
-                    if type(units) is not int:
-                        raise ValueError(f"{kind}: amounts must be integers")
-                    legs.append((seq, leg, account, units))
-                    balances[account] = balances.get(account, 0) + units
-                    touched[account] = seq
-                count += 1
-                if item.outbox is not None:  # only the outbox callback needs them
-                    rows.append(
-                        JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev)
-                    )
+            rows, count = _journal(w, item, key)
         except (ValueError, TypeError) as exc:
-            raise Refused(str(exc)) from None
-        if isinstance(item, Batch):
-            engine = item.state.balances  # equal dicts first: the usual case, in C
-            if balances != engine and nonzero(balances) != nonzero(engine):
-                raise Refused("the engine's balances differ from the ledger's after these events")
-            state = item.state
-        result = AppendResult(seq - count + 1, seq)
-        results.append(result)
-        since += count
-        if key is not None:
-            first_keys[key] = result
-            keys.append((key, result.first_seq, result.last_seq))
-        if item.outbox is not None and rows:
-            for msg in item.outbox(rows):
-                outbox.append((rows[-1].seq, msg.topic, msg.payload, msg.qos, int(msg.retain)))
+            raise AppendRefused(str(exc)) from None
+        _conclude(w, item, key, rows, count)
+    return _finish(w, snapshot_every)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Writing:
+    """What :func:`plan` has written so far in one transaction (its running state)."""
+
+    table_id: str
+    seq: int
+    prev: str  # the hash of the last row
+    balances: dict[str, int]
+    state: TableState
+    since: int  # rows since the last snapshot
+    first_keys: dict[str, AppendResult]  # idempotency key -> the call that first wrote it
+    round_end: bool = False
+    results: list[AppendResult] = field(default_factory=list)
+    journal: list[JournalValues] = field(default_factory=list)
+    legs: list[tuple[int, int, str, int]] = field(default_factory=list)
+    touched: dict[str, int] = field(default_factory=dict)  # account -> seq of its last posting
+    keys: list[tuple[str, int, int]] = field(default_factory=list)
+    outbox: list[tuple[int, str, str, int, int]] = field(default_factory=list)
+
+
+def _journal(w: _Writing, item: Batch | Record, key: str | None) -> tuple[list[JournalRow], int]:
+    """Number, hash and post the rows of one call; its rows as the outbox callback reads
+    them (only when it has one) and how many it wrote. Raises ``ValueError`` or
+    ``TypeError`` for a call to refuse."""
+    seq, prev, table_id = w.seq, w.prev, w.table_id
+    balances, journal, legs, touched = w.balances, w.journal, w.legs, w.touched
+    rows: list[JournalRow] = []
+    count = 0
+    actor = chain.clean("actor", item.actor)
+    at = chain.clean("at", item.at)
+    if key is not None:
+        chain.clean("idempotency key", key)
+        if not key:
+            raise ValueError("an idempotency key may not be empty")
+    specs = _specs(item, at)
+    for row_at, rnd, seat, kind, category, data, postings, known_text in specs:
+        if kind in ROUND_END and category == "engine":
+            w.round_end = True
+        seq += 1
+        text = dumps(data) if known_text is None else known_text
+        idem = key if not count else None
+        row_hash = sha256(
+            f"{prev}|{seq}|{row_at}|{table_id}|{'' if rnd is None else rnd}|{seat}|{kind}|"
+            f"{category}|{actor}|{'' if idem is None else idem}|{text}".encode()
+        ).hexdigest()  # chain.link(prev, chain.content(...)), inlined on the hot path
+        journal.append(
+            (
+                seq,
+                row_at,
+                table_id,
+                rnd,
+                seat,
+                kind,
+                category,
+                actor,
+                idem,
+                text,
+                row_hash,
+                prev,
+            )
+        )
+        prev = row_hash
+        for leg, posting in enumerate(postings):
+            account, units = posting.account, posting.units
+            if type(units) is not int:
+                raise ValueError(f"{kind}: amounts must be integers")
+            legs.append((seq, leg, account, units))
+            balances[account] = balances.get(account, 0) + units
+            touched[account] = seq
+        count += 1
+        if item.outbox is not None:  # only the outbox callback needs them
+            rows.append(JournalRow(seq, row_at, kind, rnd, seat, data, category, actor, idem, prev))
+    w.seq, w.prev = seq, prev
+    return rows, count
+
+
+def _conclude(
+    w: _Writing, item: Batch | Record, key: str | None, rows: list[JournalRow], count: int
+) -> None:
+    """After one call's rows: the engine's balances checked against the postings, its
+    result, its idempotency key and its outbox messages."""
+    if isinstance(item, Batch):
+        engine = item.state.balances  # equal dicts first: the usual case, in C
+        if w.balances != engine and nonzero(w.balances) != nonzero(engine):
+            raise AppendRefused("the engine's balances differ from the ledger's after these events")
+        w.state = item.state
+    result = AppendResult(w.seq - count + 1, w.seq)
+    w.results.append(result)
+    w.since += count
+    if key is not None:
+        w.first_keys[key] = result
+        w.keys.append((key, result.first_seq, result.last_seq))
+    if item.outbox is not None and rows:
+        for msg in item.outbox(rows):
+            w.outbox.append((rows[-1].seq, msg.topic, msg.payload, msg.qos, int(msg.retain)))
+
+
+def _finish(w: _Writing, snapshot_every: int) -> Plan:
+    """The plan of the whole transaction: a snapshot when one is due, and the head after."""
+    since = w.since
     snap = None
-    if journal and (since >= snapshot_every or (round_end and since >= SNAPSHOT_AT_ROUND_END)):
-        snap = (seq, prev, snapshot.dumps(state))
-    after = Head(seq, prev, balances, state, 0 if snap is not None else since)
+    if w.journal and (since >= snapshot_every or (w.round_end and since >= SNAPSHOT_AT_ROUND_END)):
+        snap = (w.seq, w.prev, snapshot.dumps(w.state))
+    after = CommittedHead(w.seq, w.prev, w.balances, w.state, 0 if snap is not None else since)
     return Plan(
-        results,
-        journal,
-        legs,
-        [(account, balances[account], at_seq) for account, at_seq in touched.items()],
-        keys,
-        outbox,
+        w.results,
+        w.journal,
+        w.legs,
+        [(account, w.balances[account], at_seq) for account, at_seq in w.touched.items()],
+        w.keys,
+        w.outbox,
         snap,
         after,
     )

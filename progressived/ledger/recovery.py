@@ -22,7 +22,7 @@ from progressived.engine.state import TableState
 from progressived.ledger import chain, snapshot
 from progressived.ledger.commit import translate
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.plan import Head
+from progressived.ledger.plan import CommittedHead
 from progressived.ledger.rows import nonzero
 
 
@@ -35,13 +35,13 @@ class Recovery:
     seconds: float
 
 
-def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
-    """The head as committed in the file (an empty :class:`Head` for an empty journal)."""
+def recover(conn: sqlite3.Connection, path: Path) -> tuple[CommittedHead, Recovery]:
+    """The head as committed in the file (an empty :class:`CommittedHead` for an empty journal)."""
     started = time.perf_counter()
     try:
         last = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
         if last is None:
-            return Head(), Recovery(0, 0, 0.0)
+            return CommittedHead(), Recovery(0, 0, 0.0)
         head_seq, head_hash = int(last[0]), str(last[1])
         balances = {str(a): int(u) for a, u in conn.execute("SELECT account, units FROM balances")}
         snap = conn.execute(
@@ -56,7 +56,7 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
                     f"ledger {path}: snapshot at row {snap[0]} does not match the "
                     "journal (run `progressivectl ledger verify`)"
                 )
-            state = snapshot.loads(snap[2])
+            state = _snapshot_state(path, int(snap[0]), str(snap[2]))
             since = int(snap[0])
         walk = chain.Walk(since, chain.GENESIS if snap is None else str(snap[1]))
         for seq, _check, _message in walk.breaks(conn.execute(chain.ROWS_SQL, (since, head_seq))):
@@ -76,8 +76,20 @@ def recover(conn: sqlite3.Connection, path: Path) -> tuple[Head, Recovery]:
         raise translate(exc, path) from None
     if nonzero(state.balances) != nonzero(balances):
         raise LedgerError(_disagreement(conn, path, snap, head_seq))
-    head = Head(head_seq, head_hash, balances, state, head_seq - since)
+    head = CommittedHead(head_seq, head_hash, balances, state, head_seq - since)
     return head, Recovery(since, replayed, time.perf_counter() - started)
+
+
+def _snapshot_state(path: Path, seq: int, text: str) -> TableState:
+    """The state of the snapshot recovery starts from; one that cannot be read (a value of
+    the wrong type, an unknown key: docs/ledger.md, "Snapshots") stops the open."""
+    try:
+        return snapshot.loads(text)
+    except snapshot.SnapshotError as exc:
+        raise LedgerError(
+            f"ledger {path}: the snapshot at row {seq} cannot be read ({exc}): run "
+            "`progressivectl ledger verify --deep`"
+        ) from None
 
 
 def posted(conn: sqlite3.Connection, upto: int) -> dict[str, int]:

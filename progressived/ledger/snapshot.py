@@ -4,28 +4,80 @@ A snapshot is the engine state after a given journal row; recovery loads the lat
 and replays only later rows, so start-up time does not grow with the ledger. The format
 is plain JSON so an auditor can read it, and it must round-trip exactly
 (``load(dump(state)) == state``), including zero balances and the order of tuples.
+
+Written and read through the one strict snapshot codec
+(:mod:`progressived.core.snapshot_codec`), as the link's snapshots are: every value must
+have its field's JSON type (``"confirmed": "false"`` is refused, never read as true) and an
+object with a key this code does not know is refused (:class:`SnapshotError`, naming the
+field).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from progressived.core.snapshot_codec import (
+    SnapshotError,
+    array,
+    boolean,
+    canonical,
+    fields,
+    integer,
+    mapping,
+    parse,
+    string,
+    tuple_of,
+)
 from progressived.engine.events import Posting, Postings
-from progressived.engine.meter_requests import MeterAward, request_from_dict, request_to_dict
+from progressived.engine.meter_requests import (
+    Claim,
+    Contribute,
+    MeterAward,
+    MeterRequest,
+    PostAward,
+    RefundContribution,
+    ReserveAwards,
+    VoidAward,
+    request_to_dict,
+)
 from progressived.engine.state import KeyedHand, Phase, TableState
 
+__all__ = [
+    "FORMAT",
+    "KEYS",
+    "OPTIONAL_KEYS",
+    "SnapshotError",
+    "dumps",
+    "loads",
+    "state_from_dict",
+    "state_to_dict",
+]
+
 FORMAT = 1
+T = TypeVar("T")
+
+KEYS = (
+    "format", "round", "phase", "sensed", "locked", "wager_postings", "keyed", "awards",
+    "same_player", "closed", "balances", "opened",
+)  # fmt: skip
+# Keys a snapshot may lack: ``approved`` (ledgers from before split awards), ``awaiting``
+# and ``linked_off`` (written only when set, on a linked table).
+OPTIONAL_KEYS = ("approved", "awaiting", "linked_off")
+_AWARD = ("seat", "hand", "meter", "units", "meter_before", "postings", "confirmed", "share_of")
+_REQUEST = {
+    "contribute": ("type", "round", "seat", "units", "count"),
+    "reserve": ("type", "round", "first_order", "claims"),
+    "post": ("type", "round", "by", "award"),
+    "void": ("type", "round", "reason", "award"),
+    "refund": ("type", "round", "seat", "units", "receipt"),
+}
+_ANY_REQUEST_KEY = frozenset(key for keys in _REQUEST.values() for key in keys)
 
 
 def _postings(postings: Postings) -> list[list[Any]]:
     return [[p.account, p.units] for p in postings]
-
-
-def _from_postings(raw: Any) -> Postings:
-    return tuple(Posting(str(account), int(units)) for account, units in raw)
 
 
 def state_to_dict(state: TableState) -> dict[str, Any]:
@@ -66,49 +118,157 @@ def state_to_dict(state: TableState) -> dict[str, Any]:
     return out
 
 
-def state_from_dict(data: Mapping[str, Any]) -> TableState:
-    """Rebuild the state written by :func:`state_to_dict`."""
-    if data.get("format") != FORMAT:
-        raise ValueError(f"unknown snapshot format {data.get('format')!r}")
-    return TableState(
-        round=int(data["round"]),
-        phase=Phase(data["phase"]),
-        sensed=frozenset(int(s) for s in data["sensed"]),
-        locked=frozenset(int(s) for s in data["locked"]),
-        wager_postings=tuple((int(seat), _from_postings(p)) for seat, p in data["wager_postings"]),
-        keyed=tuple(
-            KeyedHand(int(seat), str(hand), str(source), int(units))
-            for seat, hand, source, units in data["keyed"]
-        ),
-        awards=tuple(
-            MeterAward(
-                seat=int(a["seat"]),
-                hand=str(a["hand"]),
-                meter=str(a["meter"]),
-                units=int(a["units"]),
-                meter_before=int(a["meter_before"]),
-                postings=_from_postings(a["postings"]),
-                confirmed=bool(a["confirmed"]),
-                share_of=int(a["share_of"]),
+# -- reading: every value checked for its type ---------------------------------------------
+
+
+def _each(value: object, where: str, read: Callable[[Any, str], T]) -> tuple[T, ...]:
+    return tuple(read(item, where) for item in array(value, where))
+
+
+def _from_postings(value: object, where: str) -> Postings:
+    def posting(item: object, at: str) -> Posting:
+        account, units = tuple_of(item, at, 2)
+        return Posting(string(account, f"{at}.account"), integer(units, f"{at}.units"))
+
+    return _each(value, f"{where}[]", posting)
+
+
+def _seats(value: object, where: str) -> frozenset[int]:
+    return frozenset(_each(value, f"{where}[]", integer))
+
+
+def _names(value: object, where: str) -> frozenset[str]:
+    return frozenset(_each(value, f"{where}[]", string))
+
+
+def _wager(item: object, where: str) -> tuple[int, Postings]:
+    seat, postings = tuple_of(item, where, 2)
+    return integer(seat, f"{where}.seat"), _from_postings(postings, f"{where}.postings")
+
+
+def _keyed(item: object, where: str) -> KeyedHand:
+    seat, hand, source, units = tuple_of(item, where, 4)
+    return KeyedHand(
+        integer(seat, f"{where}.seat"),
+        string(hand, f"{where}.hand"),
+        string(source, f"{where}.source"),
+        integer(units, f"{where}.units"),
+    )
+
+
+def _award(item: object, where: str) -> MeterAward:
+    a = fields(item, where, _AWARD)
+    return MeterAward(
+        seat=integer(a["seat"], f"{where}.seat"),
+        hand=string(a["hand"], f"{where}.hand"),
+        meter=string(a["meter"], f"{where}.meter"),
+        units=integer(a["units"], f"{where}.units"),
+        meter_before=integer(a["meter_before"], f"{where}.meter_before"),
+        postings=_from_postings(a["postings"], f"{where}.postings"),
+        confirmed=boolean(a["confirmed"], f"{where}.confirmed"),
+        share_of=integer(a["share_of"], f"{where}.share_of"),
+    )
+
+
+def _approved(item: object, where: str) -> tuple[int, str, str]:
+    seat, hand, by = tuple_of(item, where, 3)
+    return integer(seat, f"{where}.seat"), string(hand, f"{where}.hand"), string(by, f"{where}.by")
+
+
+def _claim(item: object, where: str) -> Claim:
+    seat, hand, meter = tuple_of(item, where, 3)
+    return Claim(
+        integer(seat, f"{where}.seat"),
+        string(hand, f"{where}.hand"),
+        string(meter, f"{where}.meter"),
+    )
+
+
+def _request(item: object, where: str) -> MeterRequest:
+    """A request a deferred meter has not answered (:func:`request_to_dict`'s form)."""
+    kind = fields(item, where, ("type",), _ANY_REQUEST_KEY)["type"]
+    keys = _REQUEST.get(kind) if isinstance(kind, str) else None
+    if keys is None:
+        raise SnapshotError(f"{where}.type: not a meter request type: {kind!r}")
+    r = fields(item, where, keys)
+    at = f"{where}({kind})"
+    round_no = integer(r["round"], f"{at}.round")
+    match kind:
+        case "contribute":
+            return Contribute(
+                round=round_no,
+                seat=integer(r["seat"], f"{at}.seat"),
+                units=integer(r["units"], f"{at}.units"),
+                count=integer(r["count"], f"{at}.count"),
             )
-            for a in data["awards"]
-        ),
-        same_player=tuple(frozenset(int(s) for s in g) for g in data["same_player"]),
-        closed=frozenset(str(c) for c in data["closed"]),
-        balances=MappingProxyType({str(k): int(v) for k, v in data["balances"].items()}),
-        opened=frozenset(str(m) for m in data["opened"]),
-        approved=tuple(
-            (int(seat), str(hand), str(by)) for seat, hand, by in data.get("approved", [])
-        ),
-        awaiting=tuple(request_from_dict(r) for r in data.get("awaiting", [])),
-        linked_off=bool(data.get("linked_off", False)),
+        case "reserve":
+            return ReserveAwards(
+                round=round_no,
+                claims=_each(r["claims"], f"{at}.claims[]", _claim),
+                first_order=integer(r["first_order"], f"{at}.first_order"),
+            )
+        case "post":
+            award = _award(r["award"], f"{at}.award")
+            return PostAward(round=round_no, award=award, by=string(r["by"], f"{at}.by"))
+        case "void":
+            award = _award(r["award"], f"{at}.award")
+            return VoidAward(
+                round=round_no, award=award, reason=string(r["reason"], f"{at}.reason")
+            )
+        case _:  # "refund": the last of _REQUEST's keys
+            return RefundContribution(
+                round=round_no,
+                seat=integer(r["seat"], f"{at}.seat"),
+                units=integer(r["units"], f"{at}.units"),
+                receipt=_from_postings(r["receipt"], f"{at}.receipt"),
+            )
+
+
+def _phase(value: object) -> Phase:
+    try:
+        return Phase(string(value, "phase"))
+    except ValueError:
+        raise SnapshotError(f"phase: not a phase: {value!r}") from None
+
+
+def _balances(value: object) -> MappingProxyType[str, int]:
+    raw = mapping(value, "balances")
+    return MappingProxyType({k: integer(v, f"balances[{k!r}]") for k, v in raw.items()})
+
+
+def _linked_off(data: dict[str, Any]) -> bool:
+    return boolean(data["linked_off"], "linked_off") if "linked_off" in data else False
+
+
+def state_from_dict(data: Any) -> TableState:
+    """Rebuild the state written by :func:`state_to_dict` (:class:`SnapshotError`, naming
+    the field, if any value is not of its field's type or a key is unknown)."""
+    d = fields(data, "snapshot", KEYS, OPTIONAL_KEYS)
+    if d["format"] != FORMAT:
+        raise SnapshotError(f"unknown snapshot format {d['format']!r}")
+    return TableState(
+        round=integer(d["round"], "round"),
+        phase=_phase(d["phase"]),
+        sensed=_seats(d["sensed"], "sensed"),
+        locked=_seats(d["locked"], "locked"),
+        wager_postings=_each(d["wager_postings"], "wager_postings[]", _wager),
+        keyed=_each(d["keyed"], "keyed[]", _keyed),
+        awards=_each(d["awards"], "awards[]", _award),
+        same_player=_each(d["same_player"], "same_player[]", _seats),
+        closed=_names(d["closed"], "closed"),
+        balances=_balances(d["balances"]),
+        opened=_names(d["opened"], "opened"),
+        approved=_each(d.get("approved", []), "approved[]", _approved),
+        awaiting=_each(d.get("awaiting", []), "awaiting[]", _request),
+        linked_off=_linked_off(dict(d)),
     )
 
 
 def dumps(state: TableState) -> str:
     """Canonical JSON text of a state (sorted keys, no spaces, ASCII)."""
-    return json.dumps(state_to_dict(state), sort_keys=True, separators=(",", ":"))
+    return canonical(state_to_dict(state))
 
 
 def loads(text: str) -> TableState:
-    return state_from_dict(json.loads(text))
+    """The state of a snapshot's text (:class:`SnapshotError` if it cannot be read)."""
+    return state_from_dict(parse(text, format=FORMAT))

@@ -24,7 +24,7 @@ from progressived.core.params import TableParams
 from progressived.engine.core import initial_state, open_meters
 from progressived.engine.events import Event
 from progressived.engine.state import TableState
-from progressived.ledger import opening, parameters, plan
+from progressived.ledger import conversion, opening, parameters, plan
 from progressived.ledger.commit import commit
 from progressived.ledger.errors import (
     LedgerError,
@@ -32,7 +32,8 @@ from progressived.ledger.errors import (
     LedgerUnavailable,
 )
 from progressived.ledger.handle import LedgerHandle
-from progressived.ledger.plan import SNAPSHOT_EVERY, Head
+from progressived.ledger.link_outbox import LinkOutboxChange, statement
+from progressived.ledger.plan import SNAPSHOT_EVERY, CommittedHead
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.recovery import Recovery, recover
 from progressived.ledger.rows import (
@@ -45,7 +46,8 @@ from progressived.ledger.rows import (
     OutboxRow,
 )
 from progressived.ledger.rows import Record as _Record
-from progressived.storage.port import Statement
+from progressived.ledger.slips import SlipIssuer, recover_series, void_rows, with_slips
+from progressived.slips.slip import Slip
 from progressived.storage.sqlite import translate
 
 __all__ = [  # re-exported: the names callers imported from here before the split
@@ -91,8 +93,10 @@ class Ledger(LedgerHandle):
         (tests, simulations) a new file gets the schema, a ``ledger_created`` row and the
         ``MeterOpened`` events of :func:`initial_state`; a meter added to ``params`` since
         is opened the same way. Raises :class:`LedgerMismatch` for another table's ledger,
-        a newer schema or a file that is not a ledger, :class:`LedgerUnavailable` when it
-        cannot be written.
+        a newer schema or a file that is not a ledger, its subclass
+        :class:`~progressived.ledger.conversion.ConversionRefused` when ``params`` make
+        linked, or drop, a local meter that holds money in it, :class:`LedgerUnavailable`
+        when it cannot be written.
         """
         return cls._open(
             Path(path), params, at, software, snapshot_every, "any" if create else "existing", {}
@@ -165,6 +169,9 @@ class Ledger(LedgerHandle):
                 ]
             )
         else:
+            # Before any row of this start: a configuration that would abandon a local
+            # meter's money is refused with nothing journaled (ConversionRefused, exit 4).
+            conversion.check(self._conn, self._path, self._state, self._params)
             self._record_parameter_changes(at)
             self._open_new_meters(at)
 
@@ -187,8 +194,48 @@ class Ledger(LedgerHandle):
         self._balances = dict(head.balances)
         self._state = head.state
         self._since_snapshot = head.since_snapshot
+        try:  # the payout slips' series: the last number issued (docs/slips.md)
+            self._slip_series = recover_series(self._conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, self._path) from None
 
     # ------------------------------------------------------------------ writing
+
+    def issue_slips(self, issuer: SlipIssuer | None) -> None:
+        """From now on, journal a payout slip with every award (``None``: no slips)."""
+        with self._mutex:
+            self.slips = issuer
+
+    def void_slip(
+        self, serial: str, *, reason: str, by: str, at: str, reissue: bool = False
+    ) -> Slip | None:
+        """Void slip ``serial`` (an operator's, ``by``, for ``reason``) and, with
+        ``reissue``, issue it again under the next serial, in one transaction; returns the
+        new slip. Raises :class:`~progressived.ledger.slips.SlipRefused` for an unknown or
+        void serial."""
+        with self._mutex:
+            self._check_open()
+            if self.slips is None:
+                raise LedgerError("this ledger issues no slips")
+            if self._stale:  # as _write: the series from the file, in case a commit landed
+                self._recover()
+                self._stale = False
+            try:
+                rows, after, again = void_rows(
+                    self._conn,
+                    self.slips,
+                    self._slip_series,
+                    serial=serial,
+                    reason=reason,
+                    by=by,
+                    reissue=reissue,
+                    at=at,
+                )
+            except sqlite3.Error as exc:
+                raise translate(exc, self._path) from None
+            self._write(rows)
+            self._slip_series = after  # the reissue's number, now committed
+            return again
 
     def append(
         self,
@@ -212,11 +259,11 @@ class Ledger(LedgerHandle):
         return self._write(batches)
 
     def transact(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         """Appends and records, in this order, in one transaction (one fsync, all or none);
-        ``extra`` statements (the link outbox's rows) commit or roll back with them."""
-        return self._write(items, extra)
+        the ``link`` outbox's changes commit or roll back with them."""
+        return self._write(items, link)
 
     def record(
         self,
@@ -283,7 +330,7 @@ class Ledger(LedgerHandle):
     # ------------------------------------------------------------------ internals
 
     def _write(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         with self._mutex:
             if self._stale:
@@ -293,33 +340,38 @@ class Ledger(LedgerHandle):
                 self._recover()
                 self._stale = False
             try:
-                return self._write_locked(items, extra)
+                return self._write_locked(items, link)
             except LedgerUnavailable:
                 self._stale = True
                 raise
 
     def _write_locked(
-        self, items: Sequence[Batch | _Record], extra: Sequence[Statement] = ()
+        self, items: Sequence[Batch | _Record], link: Sequence[LinkOutboxChange] = ()
     ) -> list[AppendResult]:
         """Plan the rows (pure; refuses bad input), commit them, then move the head."""
         self._check_open()
-        head = Head(
+        head = CommittedHead(
             self._head_seq, self._head_hash, self._balances, self._state, self._since_snapshot
         )
         first = self._store.known_keys(item.idempotency_key for item in items)
         known = {key: AppendResult(*seqs) for key, seqs in first.items()}
+        series, mine = self._slip_series, list[int](range(len(items)))
+        if self.slips is not None:  # payout slips after their awards' rows (docs/slips.md)
+            items, series, mine = with_slips(self.slips, items, self._state, series, known)
         try:
             rows = plan.plan(
                 items, head, known, table_id=self._table_id, snapshot_every=self._snapshot_every
             )
-        except plan.Refused as exc:
+        except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self._path}: refused: {exc}") from None
+        results = [rows.results[i] for i in mine]  # the slips' rows are not the caller's
         if rows.empty:
-            return rows.results
-        commit(self._store, rows, extra)
+            return results
+        commit(self._store, rows, [statement(change) for change in link])
         after = rows.head
         self._head_seq, self._head_hash = after.seq, after.hash
         self._balances = dict(after.balances)
         self._state = after.state
         self._since_snapshot = after.since_snapshot
-        return rows.results
+        self._slip_series = series
+        return results

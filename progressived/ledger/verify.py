@@ -16,6 +16,9 @@ blocked nor able to make the checks see a half-written state):
 * the idempotency table and the head recorded in ``meta`` agree with the journal.
 
 Problems are reported in journal order, so the first one names the first bad row.
+
+Micro-benchmark: ``python -m bench.verify`` (against one hashing pass over every row, the
+floor; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, Protocol
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.heads import Head, witnessed
+from progressived.ledger.heads import WitnessedHead, witnessed
 from progressived.ledger.readonly import connect_readonly
 from progressived.ledger.rows import nonzero
 
@@ -132,7 +135,7 @@ def verify(
     integrity: bool = True,
     max_problems: int = 50,
     progress: Progress | None = None,
-    heads: Sequence[Head] = (),
+    heads: Sequence[WitnessedHead] = (),
     kinds: Mapping[str, LedgerKind] | None = None,
 ) -> VerifyReport:
     """Check the ledger at ``path``; raises :class:`LedgerError` if it cannot be read.
@@ -215,6 +218,62 @@ def _walk(
     return found, walk.rows, walk.seq, walk.hash
 
 
+def _meta(
+    conn: sqlite3.Connection,
+    report: VerifyReport,
+    path: Path | str,
+    kinds: Mapping[str, LedgerKind],
+) -> tuple[dict[str, Any], LedgerKind | None]:
+    """The ledger's meta rows, and its kind's checks (None: a table's); the report learns
+    the table and the kind. Raises :class:`LedgerError` for a kind not given."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    report.table_id = str(meta.get("table_id", ""))
+    report.ledger_kind = str(meta.get("ledger_kind", TABLE))
+    kind = kinds.get(report.ledger_kind)
+    if report.ledger_kind != TABLE and kind is None:
+        raise LedgerError(
+            f"{path}: a {report.ledger_kind} ledger, which this command does not check"
+        )
+    return meta, kind
+
+
+def _split_at(conn: sqlite3.Connection, head: int) -> tuple[Any, ...] | None:
+    """The row (seq, hash) where a second process starts walking the chain: half way, on a
+    ledger long enough and a machine with a second core; None to walk it in one."""
+    if head >= SPLIT_ROWS and (os.cpu_count() or 1) > 1:
+        row: tuple[Any, ...] | None = conn.execute(
+            "SELECT seq, hash FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (head // 2,)
+        ).fetchone()
+        return row
+    return None
+
+
+def _submit_checks(
+    threads: ThreadPoolExecutor,
+    path: Path | str,
+    table: str,
+    head: int,
+    limit: int,
+    kind: LedgerKind | None,
+    integrity: bool,
+) -> tuple[list[Future[list[checks.Finding]]], Future[tuple[dict[str, int], list[checks.Finding]]]]:
+    """The SQL checks, each on its own connection in a thread: the rows (in two halves),
+    the postings, the sums and the snapshot, SQLite's integrity check when asked."""
+    middle = head // 2
+    jobs = [
+        threads.submit(checks.rows, path, table, 0, middle, limit),
+        threads.submit(checks.rows, path, table, middle, head, limit),
+        threads.submit(checks.postings, path, head, limit),
+    ]
+    if kind is not None:
+        sums = threads.submit(checks.sums_and_snapshot, path, head, kind.snapshot_balances)
+    else:
+        sums = threads.submit(checks.sums_and_snapshot, path, head)
+    if integrity:
+        jobs.append(threads.submit(checks.integrity, path))
+    return jobs, sums
+
+
 def _run(
     conn: sqlite3.Connection,
     report: VerifyReport,
@@ -227,14 +286,7 @@ def _run(
     progress: Progress | None = None,
     kinds: Mapping[str, LedgerKind],
 ) -> None:
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    report.table_id = str(meta.get("table_id", ""))
-    report.ledger_kind = str(meta.get("ledger_kind", TABLE))
-    kind = kinds.get(report.ledger_kind)
-    if report.ledger_kind != TABLE and kind is None:
-        raise LedgerError(
-            f"{path}: a {report.ledger_kind} ledger, which this command does not check"
-        )
+    meta, kind = _meta(conn, report, path, kinds)
     # seq -> hash; the states are read one at a time by the replay (a link ledger's are
     # megabytes each)
     snapshots = {
@@ -242,11 +294,7 @@ def _run(
     }
     report.snapshots = len(snapshots)
     head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()[0])
-    split = None
-    if head >= SPLIT_ROWS and (os.cpu_count() or 1) > 1:
-        split = conn.execute(
-            "SELECT seq, hash FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (head // 2,)
-        ).fetchone()
+    split = _split_at(conn, head)
     second: Future[tuple[list[checks.Finding], int, int, str]] | None = None
     with (
         ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as procs,
@@ -254,18 +302,7 @@ def _run(
     ):
         if split is not None:  # fork before the threads start
             second = procs.submit(_walk, path, int(split[0]), str(split[1]), head, limit)
-        table, middle = report.table_id, head // 2
-        jobs = [
-            threads.submit(checks.rows, path, table, 0, middle, limit),
-            threads.submit(checks.rows, path, table, middle, head, limit),
-            threads.submit(checks.postings, path, head, limit),
-        ]
-        if kind is not None:
-            sums = threads.submit(checks.sums_and_snapshot, path, head, kind.snapshot_balances)
-        else:
-            sums = threads.submit(checks.sums_and_snapshot, path, head)
-        if integrity:
-            jobs.append(threads.submit(checks.integrity, path))
+        jobs, sums = _submit_checks(threads, path, report.table_id, head, limit, kind, integrity)
         # This process walks the first part; the forked one the rest at about the same pace.
         share = 1 if split is None else 2
         tick = None if progress is None else (lambda done: progress(done * share, head))

@@ -23,13 +23,13 @@ row's hash and is caught; one made together with a forged sidecar is caught only
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from progressived.engine import accounts
 from progressived.ledger import chain, checks
 from progressived.ledger.errors import LedgerError
-from progressived.ledger.heads import HEAD_ORDER, Head, VerifiedHead, witnessed
+from progressived.ledger.heads import HEAD_ORDER, VerifiedHead, WitnessedHead, witnessed
 from progressived.ledger.rows import nonzero
 from progressived.ledger.verify import Problem, VerifyReport, meter_ids
 
@@ -59,7 +59,7 @@ def verify_since(
     path: Path | str,
     verified: VerifiedHead,
     *,
-    heads: Sequence[Head] = (),
+    heads: Sequence[WitnessedHead] = (),
     max_problems: int = 50,
 ) -> VerifyReport:
     """Check the rows after ``verified``; raises :class:`LedgerError` if the file cannot be
@@ -84,7 +84,7 @@ def _check(
     report: VerifyReport,
     found: list[checks.Finding],
     verified: VerifiedHead,
-    heads: Sequence[Head],
+    heads: Sequence[WitnessedHead],
     limit: int,
 ) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -102,6 +102,40 @@ def _check(
             )
         )
         return
+    recorded, matching = _witnesses(conn, verified, heads, head, found)
+    if recorded:
+        return
+    # Walk from the lowest of the recorded head and the witnessed heads that match, so that
+    # the chain is seen to run intact through each of them to the ledger's head.
+    start = min([mark, *matching], key=lambda h: h.seq)
+    report.checked_from = start.seq
+    walk = chain.Walk(start.seq, start.hash)
+    breaks = walk.breaks(conn.execute(chain.ROWS_SQL, (start.seq, head)))
+    for finding in breaks:
+        found.append(finding)
+        if len(found) >= limit:
+            break
+    breaks.close()
+    report.rows, report.head_seq, report.head_hash = walk.rows, walk.seq, walk.hash
+    found.extend(checks.rows(path, table, start.seq, head, limit))
+    args = {"after": start.seq, "head": head, "limit": limit}
+    _postings_and_snapshots(conn, args, head, found)
+    balances = dict(verified.balances)
+    for account, units in conn.execute(_SUMS, {"after": mark.seq}):
+        balances[str(account)] = balances.get(str(account), 0) + int(units)
+    _tail(conn, report, found, meta, balances, args)
+
+
+def _witnesses(
+    conn: sqlite3.Connection,
+    verified: VerifiedHead,
+    heads: Sequence[WitnessedHead],
+    head: int,
+    found: list[checks.Finding],
+) -> tuple[list[checks.Finding], list[WitnessedHead]]:
+    """The recorded verified head checked (its findings: the ledger was rewritten at or
+    before it) and the witnessed heads that match (each one that does not is a finding)."""
+    mark = verified.head
     recorded = witnessed(conn, [mark], head)
     for seq, _, _ in recorded:
         found.append(
@@ -119,22 +153,13 @@ def _check(
         found.extend(wrong)
         if not wrong:
             matching.append(witness)
-    if recorded:
-        return
-    # Walk from the lowest of the recorded head and the witnessed heads that match, so that
-    # the chain is seen to run intact through each of them to the ledger's head.
-    start = min([mark, *matching], key=lambda h: h.seq)
-    report.checked_from = start.seq
-    walk = chain.Walk(start.seq, start.hash)
-    breaks = walk.breaks(conn.execute(chain.ROWS_SQL, (start.seq, head)))
-    for finding in breaks:
-        found.append(finding)
-        if len(found) >= limit:
-            break
-    breaks.close()
-    report.rows, report.head_seq, report.head_hash = walk.rows, walk.seq, walk.hash
-    found.extend(checks.rows(path, table, start.seq, head, limit))
-    args = {"after": start.seq, "head": head, "limit": limit}
+    return recorded, matching
+
+
+def _postings_and_snapshots(
+    conn: sqlite3.Connection, args: Mapping[str, int], head: int, found: list[checks.Finding]
+) -> None:
+    """The postings and snapshots written after the verified head."""
     for seq, total in conn.execute(_UNBALANCED, args):
         found.append((int(seq), checks.UNBALANCED, f"postings do not balance (sum {total})"))
     for (seq,) in conn.execute(_ORPHANS, args):
@@ -148,10 +173,6 @@ def _check(
             found.append(
                 (int(seq), checks.SNAPSHOT_HASH, "the snapshot at this row names another hash")
             )
-    balances = dict(verified.balances)
-    for account, units in conn.execute(_SUMS, {"after": mark.seq}):
-        balances[str(account)] = balances.get(str(account), 0) + int(units)
-    _tail(conn, report, found, meta, balances, args)
 
 
 def _tail(

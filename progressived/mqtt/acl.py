@@ -39,10 +39,12 @@ def floor_acl(
     links: Sequence[LinkAccounts],
     signs: Sequence[str],
     tables: Sequence[str] = (),
+    archive: str | None = None,
 ) -> str:
-    """The ACL file: tables, each link with its member tables, signs (read only).
-    ``tables``: tables on no link (nothing of their own in the file; checked only)."""
-    check_accounts(links, signs, tables)
+    """The ACL file: tables, each link with its member tables, the archive, signs (read
+    only). ``tables``: tables on no link (nothing of their own in the file; checked only);
+    ``archive``: the archive's user name (docs/archive.md), if there is one."""
+    check_accounts(links, signs, tables, archive)
     p = prefix
     out = [
         "# Controllers: user name = table id. Each writes only under its own table.",
@@ -72,6 +74,20 @@ def floor_acl(
                 f"topic read  {p}/link/{lid}/to/{table}",
                 f"topic read  {p}/link/{lid}/meter/#",
             ]
+    if archive is not None:
+        out += [
+            "",
+            "# Tables archive their ledgers: each writes only its own rows and reads only its "
+            "own head.",
+            f"pattern write {p}/archive/%u/rows",
+            f"pattern read  {p}/archive/%u/head",
+            "",
+            "# The archive (user name = [archive] id): reads every table's rows, answers every "
+            "table.",
+            f"user {archive}",
+            f"topic read  {p}/archive/+/rows",
+            f"topic write {p}/archive/+/head",
+        ]
     if signs:
         out += ["", "# Signs (user names sign-*): read only."]
     for index, sign in enumerate(signs):
@@ -81,7 +97,10 @@ def floor_acl(
 
 
 def check_accounts(
-    links: Sequence[LinkAccounts], signs: Sequence[str], tables: Sequence[str] = ()
+    links: Sequence[LinkAccounts],
+    signs: Sequence[str],
+    tables: Sequence[str] = (),
+    archive: str | None = None,
 ) -> None:
     """Every account once: a table on one link only, no name shared by two roles."""
     owner: dict[str, str] = {}
@@ -102,6 +121,8 @@ def check_accounts(
         claim(table, "a table")
     for sign in signs:
         claim(sign, "a sign")
+    if archive is not None:
+        claim(archive, "the archive")
 
 
 def passwd_steps(accounts: Sequence[str], path: str = PASSWD) -> str:

@@ -12,23 +12,20 @@ must stay small (docs/performance.md), uses it too.
   with Mosquitto's ``use_username_as_clientid`` no account can take another's session.
 * **TCP_NODELAY** on every socket (:data:`NO_DELAY`).
 * **An intake** (the link controller's): every received message handed at once, from the
-  client's own callback, to a function that files it without waiting, and packets read on
-  while the socket has more, for :data:`READ_BURST_S` each time it is readable. aiomqtt's message
-  iterator costs a task and a turn of the event loop per message, and paho reads one
-  packet per turn while nothing is outgoing: a busy loop then read a few messages a
-  second while a flooding account filled the broker's queue for it, and the broker dropped
-  the other tables' messages with the flood's.
+  client's own callback, to a function that files it without waiting (aiomqtt's message
+  iterator costs a task and a turn of the event loop per message), and the socket read in
+  bursts and chunks, written in joined packets, with a wide receive window
+  (:mod:`progressived.mqtt.intake` says why each).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import re
-import select
 import socket
 import ssl
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -36,9 +33,10 @@ from typing import Any, Self
 import aiomqtt
 import paho.mqtt.client as paho
 from aiomqtt.exceptions import MqttConnectError
-from paho.mqtt.enums import MQTTErrorCode
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+
+from progressived.mqtt.intake import IntakeSocket, intake_properties
 
 # Every MQTT socket of the product turns Nagle's algorithm off: a reply or a meter published
 # while the previous packet is unacknowledged would otherwise wait for the peer's delayed
@@ -52,7 +50,6 @@ NOT_AUTHORISED_CODES = frozenset({4, 5, 134, 135})
 UNSUPPORTED_PROTOCOL_CODES = frozenset({1, 132})
 REFUSED = 0x80  # an acknowledgement's reason code from here up: the packet was not accepted
 PENDING_CALLS_WARN = 100_000  # publishes awaiting PUBACK before aiomqtt logs a warning
-READ_BURST_S = 0.005  # with an intake, read on while the socket has more, this long
 Intake = Callable[[str, bytes], None]  # (topic, payload): files a message, never waits
 
 
@@ -147,20 +144,7 @@ class SessionClient(aiomqtt.Client):
         self._refusals: dict[int, ReasonCode] = {}
         self._intake = intake
         if intake is not None:
-            self._client.loop_read = self._read_burst  # type: ignore[method-assign]
-
-    def _read_burst(self, max_packets: int = 1) -> MQTTErrorCode:
-        """paho's ``loop_read`` while the socket has more, for :data:`READ_BURST_S` at
-        most (paho reads one packet a call, or as many as it has messages in flight)."""
-        client = self._client
-        deadline = time.monotonic() + READ_BURST_S
-        rc = paho.Client.loop_read(client, max_packets)
-        while rc == paho.MQTT_ERR_SUCCESS and time.monotonic() < deadline:
-            sock = client.socket()
-            if sock is None or not _readable(sock):
-                break
-            rc = paho.Client.loop_read(client, max_packets)
-        return rc
+            IntakeSocket(self._client).install()
 
     def _on_message(self, client: paho.Client, userdata: Any, message: paho.MQTTMessage) -> None:
         if self._intake is None:
@@ -205,6 +189,45 @@ class SessionClient(aiomqtt.Client):
                 raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
         return self._refusals.pop(info.mid, None)
 
+    async def publish_all(
+        self, messages: Sequence[tuple[str, bytes, bool]], *, timeout: float | None = None
+    ) -> list[ReasonCode | None]:
+        """Publish each ``(topic, payload, retain)`` at QoS 1, in order, and wait once for
+        all their PUBACKs: each one's refused reason code, or None when accepted.
+
+        Why beside :meth:`publish_acked`: a batch of the link's answers awaited one by one
+        cost an event, a task and aiomqtt's count of every pending call per message (that
+        count alone grows with the batch). Raises :class:`aiomqtt.MqttError` when the
+        connection fails meanwhile or the PUBACKs are not all back within ``timeout``.
+        """
+        infos: list[paho.MQTTMessageInfo] = []
+        try:
+            for topic, payload, retain in messages:
+                info = self._client.publish(topic, payload, 1, retain)
+                if info.rc != paho.MQTT_ERR_SUCCESS:
+                    raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+                infos.append(info)
+            waiting = [info for info in infos if not info.is_published()]
+            if waiting:
+                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                acks = _Acks(len(waiting), done)
+                for info in waiting:
+                    self._pending_publishes[info.mid] = acks  # type: ignore[assignment]
+                try:
+                    async with asyncio.timeout(self.timeout if timeout is None else timeout):
+                        await done
+                except TimeoutError:
+                    raise aiomqtt.MqttError("Operation timed out") from None
+                finally:
+                    for info in waiting:
+                        self._pending_publishes.pop(info.mid, None)
+            if not all(info.is_published() for info in infos):  # woken by the lost connection
+                raise aiomqtt.MqttError("Disconnected while awaiting the acknowledgement")
+            return [self._refusals.pop(info.mid, None) for info in infos]
+        finally:
+            for info in infos:  # after a failure: no refusal left behind for a reused id
+                self._refusals.pop(info.mid, None)
+
     async def __aenter__(self) -> Self:
         await super().__aenter__()
         self._disconnected.add_done_callback(self._release_pending)
@@ -217,10 +240,20 @@ class SessionClient(aiomqtt.Client):
             event.set()
 
 
-def _readable(sock: Any) -> bool:
-    if isinstance(sock, ssl.SSLSocket) and sock.pending() > 0:
-        return True
-    return bool(select.select([sock], [], [], 0)[0])
+class _Acks:
+    """What :meth:`SessionClient.publish_all` files under each message id it waits for:
+    aiomqtt ``set()``s it at the message's PUBACK (or when the connection is lost), and the
+    last one wakes the batch's one waiter."""
+
+    __slots__ = ("done", "left")
+
+    def __init__(self, left: int, done: asyncio.Future[None]) -> None:
+        self.left, self.done = left, done
+
+    def set(self) -> None:
+        self.left -= 1
+        if self.left <= 0 and not self.done.done():
+            self.done.set_result(None)
 
 
 def new_client(
@@ -249,6 +282,7 @@ def new_client(
         max_queued_incoming_messages=options.max_queued_incoming,
         socket_options=NO_DELAY,
         intake=intake,
+        properties=intake_properties() if intake is not None and v5 else None,
     )
     if options.max_inflight is not None:
         # aiomqtt warns once per publish beyond 10 awaiting their PUBACK (queued ones
@@ -274,6 +308,34 @@ def login_refused(exc: BaseException) -> bool:
 
 def protocol_unsupported(exc: BaseException) -> bool:
     return isinstance(exc, MqttConnectError) and _code(exc) in UNSUPPORTED_PROTOCOL_CODES
+
+
+class Ending(enum.Enum):
+    """Why an attempt failed or a connection ended, as a type a client decides on (the
+    words for people are :func:`describe`'s)."""
+
+    CLOSED = "closed"  # the broker closed the connection
+    KEEPALIVE = "keepalive"  # the broker did not answer the keepalive ping in time
+    LOGIN_REFUSED = "login refused"  # wrong user name or password, or anonymous refused
+    SUBSCRIPTION_REFUSED = "subscription refused"  # a SUBACK failure (not authorised to read)
+    FAILED = "failed"  # anything else: unreachable, refused connection, socket or TLS error
+
+
+def ending(exc: BaseException) -> Ending:
+    """The :class:`Ending` of a failed attempt or a lost connection (see :func:`describe`)."""
+    if login_refused(exc):
+        return Ending.LOGIN_REFUSED
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, aiomqtt.MqttCodeError) and isinstance(seen.rc, ReasonCode):
+            name = seen.rc.getName()
+            if name == "Keep alive timeout":
+                return Ending.KEEPALIVE
+            if name == "Unspecified error" and not isinstance(seen, MqttConnectError):
+                return Ending.CLOSED
+            return Ending.FAILED
+        seen = seen.__cause__
+    return Ending.FAILED
 
 
 def describe(exc: BaseException) -> str:

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from progressived.mqtt.client import NO_DELAY, BrokerOptions, TlsOptions, broker_address
+from progressived.runtime.config_files import StrictModel, read_password_file
 
 __all__ = ["NO_DELAY", "MqttSection", "MqttTlsSection", "broker_address"]
 
 
-class MqttTlsSection(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class MqttTlsSection(StrictModel):
     ca_certs: Path | None = None
     certfile: Path | None = None
     keyfile: Path | None = None
     insecure: bool = False
 
 
-class MqttSection(BaseModel):
+class MqttSection(StrictModel):
     """How the daemon reaches the broker that feeds the meter signs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     host: str = "127.0.0.1"
     port: int = Field(default=1883, ge=1, le=65535)
@@ -60,8 +57,10 @@ class MqttSection(BaseModel):
         return tuple(broker_address(text, self.port) for text in self.hosts)
 
     def resolved_password(self) -> str | None:
+        """``password``, or the one in ``password_file`` (read now: docs/configuration.md,
+        "Password files"; :class:`~progressived.runtime.config_files.PasswordFileError`)."""
         if self.password_file is not None:
-            return self.password_file.read_text().strip()
+            return read_password_file(self.password_file)
         return self.password
 
     def broker_options(

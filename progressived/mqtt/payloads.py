@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from progressived.core.money import cents, display
 from progressived.engine import TableState, accounts
@@ -209,8 +209,42 @@ def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | Non
     so a subscriber recognises a repeat after a reconnect.
     """
     match event:
+        case AwardKeyed() | AwardReversed() | AwardConfirmed() | AwardApproved():
+            return _award_payload(table_id, seq, event)
+        case HandKeyed() | HandUnkeyed() | EnvyPaid() | TrayPaid():
+            return _hand_payload(table_id, seq, event)
         case RoundLocked(seats=seats):
             return {**_base("round_locked", table_id, seq, event), "seats": list(seats)}
+        case RoundReconciled():
+            return {
+                **_base("round_reconciled", table_id, seq, event),
+                "settlement": [
+                    {
+                        "seat": p.seat,
+                        "hand": p.hand,
+                        "source": p.source,
+                        "cents": cents(p.units),
+                        **({"from_seat": p.from_seat} if p.source == "envy" else {}),
+                    }
+                    for p in event.settlement
+                ],
+            }
+        case RoundVoided():
+            return {**_base("round_voided", table_id, seq, event), "by": event.by}
+        case TableClosed(reason=reason):
+            return {**_base("table_closed", table_id, seq, event), "reason": reason}
+        case TableOpened(reason=reason):
+            return {**_base("table_opened", table_id, seq, event), "reason": reason}
+        case LateBet(present=present):
+            return {**_base("late_bet", table_id, seq, event), "present": present}
+    return None
+
+
+def _award_payload(
+    table_id: str, seq: int, event: AwardKeyed | AwardReversed | AwardConfirmed | AwardApproved
+) -> dict[str, Any]:
+    """A meter award keyed, reversed (rejected, unkeyed, repriced, voided) or confirmed."""
+    match event:
         case AwardKeyed():
             return {
                 **_base("award_keyed", table_id, seq, event),
@@ -242,6 +276,15 @@ def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | Non
                 "cents": cents(event.units),
                 "by": event.by,
             }
+        case _:
+            assert_never(event)
+
+
+def _hand_payload(
+    table_id: str, seq: int, event: HandKeyed | HandUnkeyed | EnvyPaid | TrayPaid
+) -> dict[str, Any]:
+    """A hand paid by the table: keyed, unkeyed, an envy bonus, a tray payout."""
+    match event:
         case HandKeyed():
             return {
                 **_base("hand_keyed", table_id, seq, event),
@@ -269,29 +312,8 @@ def event_payload(table_id: str, seq: int, event: Event) -> dict[str, Any] | Non
                 "hand": event.hand,
                 "cents": cents(event.units),
             }
-        case RoundReconciled():
-            return {
-                **_base("round_reconciled", table_id, seq, event),
-                "settlement": [
-                    {
-                        "seat": p.seat,
-                        "hand": p.hand,
-                        "source": p.source,
-                        "cents": cents(p.units),
-                        **({"from_seat": p.from_seat} if p.source == "envy" else {}),
-                    }
-                    for p in event.settlement
-                ],
-            }
-        case RoundVoided():
-            return {**_base("round_voided", table_id, seq, event), "by": event.by}
-        case TableClosed(reason=reason):
-            return {**_base("table_closed", table_id, seq, event), "reason": reason}
-        case TableOpened(reason=reason):
-            return {**_base("table_opened", table_id, seq, event), "reason": reason}
-        case LateBet(present=present):
-            return {**_base("late_bet", table_id, seq, event), "present": present}
-    return None
+        case _:
+            assert_never(event)
 
 
 def system_payload(

@@ -131,6 +131,7 @@ class SignPublisher:
         clock: Callable[[], str] = lambda: "",
         hooks: PublisherHooks | None = None,
         head: HeadSource | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.session = session
         self.topics = topics
@@ -147,6 +148,9 @@ class SignPublisher:
         self._meters: dict[str, dict[str, Any]] = {}
         self._dirty: set[str] = set()
         self._windows: dict[str, RateWindow] = {}
+        # The clock the meters' rate windows read (a test holds it still to judge the rate
+        # by what is sent, never by how long the machine took).
+        self._monotonic = monotonic
         self._first_seen: dict[str, float] = {}
         self._head_source = head
         self._status_head: tuple[int, str] | None = None  # in the last status published
@@ -253,7 +257,7 @@ class SignPublisher:
                 self._publish_meters(),
                 self._refresh_status(),
             )
-            wait = 1.0 if next_due is None else max(0.0, next_due - time.monotonic())
+            wait = 1.0 if next_due is None else max(0.0, next_due - self._monotonic())
             if self._wake.is_set():
                 continue
             # asyncio.timeout, not wait_for: no extra task, so a wake-up costs one loop turn
@@ -307,7 +311,7 @@ class SignPublisher:
 
     async def _publish_meters(self) -> float | None:
         """Every changed meter whose rate window allows it; returns when the next is due."""
-        now = time.monotonic()
+        now = self._monotonic()
         next_due: float | None = None
         for meter_id in sorted(self._dirty):
             window = self._windows.setdefault(meter_id, RateWindow(self.meter_max_rate_hz))

@@ -37,19 +37,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import enum
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiomqtt
+from paho.mqtt.reasoncodes import ReasonCode
 
 from progressived.mqtt.client import (
     REFUSED,
     BrokerOptions,
+    Ending,
     Intake,
     SessionClient,
     describe,
+    ending,
     login_refused,
     new_client,
     protocol_unsupported,
@@ -60,17 +64,28 @@ Handler = Callable[[aiomqtt.Message], Awaitable[None]]
 Callback = Callable[[], Coroutine[Any, Any, None]]
 WillFactory = Callable[[], Awaitable[aiomqtt.Will | None]]
 
-CONNECTING, CONNECTED, UNREACHABLE, NOT_AUTHORISED, STOPPED = (
-    "connecting",
-    "connected",
-    "unreachable",
-    "not authorised",
-    "stopped",
-)
+
+class SessionState(enum.StrEnum):
+    """Where a session is. The value is what ``progressivectl status`` shows as the broker's
+    ``state`` and the link controller's status reports (docs/operations.md, docs/link.md)."""
+
+    CONNECTING = "connecting"
+    """Before the first connection."""
+    CONNECTED = "connected"
+    UNREACHABLE = "unreachable"
+    """The last attempt failed or the connection was lost (``detail`` says how); retrying."""
+    NOT_AUTHORISED = "not authorised"
+    """The broker refused the login or a subscription (``detail``: its reason)."""
+    STOPPED = "stopped"
+    """:meth:`MqttSession.stop` was called, or :meth:`MqttSession.run` was cancelled."""
 
 
 class NotAuthorised(Exception):
     """The broker refused this client: its login, or a subscription (SUBACK failure)."""
+
+
+class SubscriptionRefused(NotAuthorised):
+    """The broker refused a subscription (SUBACK failure): not authorised to read it."""
 
 
 class SessionObserver(Protocol):
@@ -121,8 +136,9 @@ class MqttSession:
         self.brokers = options.brokers
         self.broker_index = 0  # the broker of the current (or next) attempt in ``brokers``
         self.v5 = True  # until the broker says it speaks only MQTT 3.1.1
-        self.state = CONNECTING
+        self.state: SessionState = SessionState.CONNECTING
         self.detail = ""  # why not connected (the broker's reason, the socket's error)
+        self.ending: Ending | None = None  # the same as a type, for a client to decide on
         self.attempts = 0
         self.connections = 0
         self.was_connected = False  # the last failure ended a connection (not an attempt)
@@ -152,7 +168,7 @@ class MqttSession:
 
     @property
     def connected(self) -> bool:
-        return self.state == CONNECTED
+        return self.state is SessionState.CONNECTED
 
     @property
     def stopping(self) -> bool:
@@ -182,6 +198,27 @@ class MqttSession:
             retain=retain,
             timeout=timeout or self.options.publish_timeout_s,
         )
+        return self._accepted(topic, code)
+
+    async def publish_all(
+        self, messages: Sequence[tuple[str, bytes, bool]], *, timeout: float | None = None
+    ) -> list[bool]:
+        """Publish each ``(topic, payload, retain)`` at QoS 1 on the current connection, in
+        order, their PUBACKs awaited together; for each, False when the broker refused it.
+
+        Raises :class:`aiomqtt.MqttError` when not connected or when the connection fails
+        (or the PUBACKs are not all back within the timeout): then none counts as sent.
+        """
+        client = self._client
+        if client is None or not self.connected:
+            raise aiomqtt.MqttError("not connected to the broker")
+        codes = await client.publish_all(
+            messages, timeout=timeout or self.options.publish_timeout_s
+        )
+        return [self._accepted(m[0], code) for m, code in zip(messages, codes, strict=True)]
+
+    def _accepted(self, topic: str, code: ReasonCode | None) -> bool:
+        """A publish's PUBACK: counted and told to the observers when refused."""
         if code is not None and code.value >= REFUSED:
             reason = code.getName()
             reason = "not authorised" if reason == "Not authorized" else reason.lower()
@@ -206,7 +243,7 @@ class MqttSession:
         try:
             await self._run()
         except asyncio.CancelledError:
-            self.state = STOPPED
+            self.state = SessionState.STOPPED
             raise
 
     async def _run(self) -> None:
@@ -245,7 +282,7 @@ class MqttSession:
                 break
             if not noted:  # the attempt failed, or the broker closed the connection cleanly
                 self._ended(failure, began)
-            giving_up = self.state == NOT_AUTHORISED and self.give_up_refused
+            giving_up = self.state is SessionState.NOT_AUTHORISED and self.give_up_refused
             delay = None if giving_up else self.backoff.next()
             for observer in self.observers:
                 observer.disconnected(self, delay)
@@ -253,7 +290,7 @@ class MqttSession:
                 raise NotAuthorised(self.detail)
             self._next_broker()
             await self._pause(delay)
-        self.state = STOPPED
+        self.state = SessionState.STOPPED
 
     async def _pause(self, delay: float) -> None:
         """Wait ``delay`` seconds, or less if :meth:`stop` is called."""
@@ -272,19 +309,21 @@ class MqttSession:
         """Note why the attempt or the connection ended. The backoff starts again from the
         first step only after a connection that lasted (two clients taking turns must not
         hammer the broker)."""
-        self.was_connected = self.state == CONNECTED
+        self.was_connected = self.state is SessionState.CONNECTED
         if began is not None and time.monotonic() - began >= self.options.keepalive_s:
             self.backoff.reset()
         refused = isinstance(failure, NotAuthorised) or (
             failure is not None and login_refused(failure)
         )
-        self.state = NOT_AUTHORISED if refused else UNREACHABLE
+        self.state = SessionState.NOT_AUTHORISED if refused else SessionState.UNREACHABLE
         if failure is None:
-            self.detail = "connection closed"
+            self.detail, self.ending = "connection closed", Ending.CLOSED
         elif isinstance(failure, NotAuthorised):
             self.detail = str(failure)
+            reading = isinstance(failure, SubscriptionRefused)
+            self.ending = Ending.SUBSCRIPTION_REFUSED if reading else Ending.LOGIN_REFUSED
         else:
-            self.detail = describe(failure)
+            self.detail, self.ending = describe(failure), ending(failure)
 
     async def _serve(self, client: SessionClient) -> None:
         """One connection: subscribe, on-connect callbacks, then the loops and the messages
@@ -292,10 +331,10 @@ class MqttSession:
         for sub in self._subscriptions:
             granted = await client.subscribe(sub.topic_filter, qos=sub.qos)
             if suback_refused(granted):
-                raise NotAuthorised(f"not authorised to read {sub.topic_filter}")
+                raise SubscriptionRefused(f"not authorised to read {sub.topic_filter}")
         if self._stopping:
             return
-        self.state, self.detail = CONNECTED, ""
+        self.state, self.detail, self.ending = SessionState.CONNECTED, "", None
         self.connections += 1
         for observer in self.observers:
             observer.connected(self)

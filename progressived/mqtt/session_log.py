@@ -6,15 +6,19 @@ each fault is logged when it starts or changes, and again every :data:`REMIND_S`
 lasts (with the number of attempts since). A refused login is an error (a restart will not
 fix a wrong password), not "unreachable". A publish the broker refuses is logged once per
 topic, until a publish there is accepted again. A clean stop says nothing of the broker.
+The "then rarely" is the product's one log throttle
+(:class:`~progressived.runtime.ratelimit.RateLimitedLog`), one window per fault.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import structlog
 
-from progressived.mqtt.session import NOT_AUTHORISED, MqttSession
+from progressived.mqtt.session import MqttSession, SessionState
+from progressived.runtime.ratelimit import RateLimitedLog
 
 REMIND_S = 300.0  # a lasting fault is logged again this often
 
@@ -22,12 +26,15 @@ REMIND_S = 300.0  # a lasting fault is logged again this often
 class LoggedSession:
     """A :class:`~progressived.mqtt.session.SessionObserver` that logs through structlog."""
 
-    def __init__(self, logger: str = "progressived.mqtt", remind_s: float = REMIND_S) -> None:
+    def __init__(
+        self,
+        logger: str = "progressived.mqtt",
+        remind_s: float = REMIND_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.log = structlog.get_logger(logger)
-        self.remind_s = remind_s
+        self._faults = RateLimitedLog(1, remind_s, logger=self.log, clock=clock)  # per fault
         self._said: tuple[str, str] | None = None  # the fault last logged
-        self._said_at = float("-inf")
-        self._quiet = 0  # attempts since then, not logged
 
     def connected(self, session: MqttSession) -> None:
         o = session.options
@@ -38,32 +45,35 @@ class LoggedSession:
             mqtt="5" if session.v5 else "3.1.1",
             attempts=session.attempts,
         )
-        self._said, self._quiet = None, 0
+        if self._said is not None:
+            self._faults.forget(self._said)
+        self._said = None
 
     def disconnected(self, session: MqttSession, retry_in_s: float | None) -> None:
         fault = (session.state, session.detail)
-        now = time.monotonic()
         fields: dict[str, object] = {"broker": session.options.url, "reason": session.detail}
         if retry_in_s is not None:
             fields["retry_in_s"] = round(retry_in_s, 2)
-        if session.was_connected:
-            # A connection that ends is always worth a line; the retries after it are not.
-            self.log.warning("broker connection lost", **fields)
-        elif fault != self._said or now - self._said_at >= self.remind_s:
-            if self._quiet:
-                fields["attempts_since_last_line"] = self._quiet
-            if session.state == NOT_AUTHORISED:
-                self.log.error(
-                    "broker refused the login: not authorised",
-                    username=session.options.username,
-                    **fields,
-                )
-            else:
-                self.log.warning("broker unreachable", **fields)
-        else:
-            self._quiet += 1
+        if fault != self._said or session.was_connected:
+            # A fault that starts or changes is said at once, and so is a connection that
+            # ends (always worth a line); the retries after it are not.
+            self._faults.forget(fault)
+        quiet = self._faults.admit(fault)
+        if quiet is None:
             return
-        self._said, self._said_at, self._quiet = fault, now, 0
+        if quiet:
+            fields["attempts_since_last_line"] = quiet
+        if session.was_connected:
+            self.log.warning("broker connection lost", **fields)
+        elif session.state is SessionState.NOT_AUTHORISED:
+            self.log.error(
+                "broker refused the login: not authorised",
+                username=session.options.username,
+                **fields,
+            )
+        else:
+            self.log.warning("broker unreachable", **fields)
+        self._said = fault
 
     def denied(self, session: MqttSession, topic: str, reason: str, first: bool) -> None:
         if first:

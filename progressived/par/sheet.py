@@ -8,6 +8,7 @@ long-run hold treats the seed) are in ``docs/par.md``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
@@ -159,8 +160,8 @@ def _meter_readings(paytable: Paytable) -> list[str]:
     return []
 
 
-def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
-    """Compute the sheet. Raises :class:`ParError` for impossible inputs."""
+def _check(inputs: ParInputs) -> None:
+    """Refuse inputs no table has."""
     if inputs.meter_units < 0:
         raise ParError("the meter must not be negative")
     if inputs.envy_players < 0 or inputs.non_bettors < 0:
@@ -169,10 +170,13 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
         raise ParError("a table has at most 12 seats: at most 11 other players")
     if inputs.seed <= 0:
         raise ParError("the seed must be positive")
+
+
+def _hand_lines(
+    paytable: Paytable, probs: Mapping[Hand, Fraction], meter: Fraction
+) -> list[HandLine]:
+    """One line per hand of the paytable: its probability, its pay at ``meter``, its return."""
     wager = paytable.wager
-    meter = Fraction(inputs.meter_units)
-    classes = classes_for(paytable.cards)
-    probs = hand_probabilities(classes, paytable)
     lines = []
     for rule in paytable.hands:
         p = probs[rule.hand]
@@ -187,6 +191,47 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
                 rule.hand, rule.pay.describe(), p, percent, tray, rule.envy, pay, p * pay / wager
             )
         )
+    return lines
+
+
+def _long_run(
+    inputs: ParInputs,
+    lines: Sequence[HandLine],
+    tray_return: Fraction,
+    coefficient: Fraction,
+    envy_per_wager: Fraction,
+    wager: int,
+) -> LongRun | None:
+    """The long-run return and hold at the given meter and reserve rates (None: no rates)."""
+    if inputs.meter_rate is None and inputs.reserve_rate is None:
+        return None
+    r = inputs.meter_rate or Fraction(0)
+    q = inputs.reserve_rate or Fraction(0)
+    if r < 0 or q < 0 or r + q > 1:
+        raise ParError("rates must be non-negative and together at most 1")
+    reset = sum((ln.probability for ln in lines if ln.meter_percent == 1), Fraction(0))
+    long_return = tray_return + r + q + reset * inputs.seed / wager
+    average = average_meter_at_hit(reset, coefficient, (r + q) * wager, inputs.seed)
+    return LongRun(
+        meter_rate=r,
+        reserve_rate=q,
+        seed=inputs.seed,
+        reset_probability=reset,
+        player_return=long_return,
+        hold=1 - long_return,
+        hold_with_envy=1 - long_return - envy_per_wager,
+        average_meter_at_hit=average,
+    )
+
+
+def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
+    """Compute the sheet. Raises :class:`ParError` for impossible inputs."""
+    _check(inputs)
+    wager = paytable.wager
+    meter = Fraction(inputs.meter_units)
+    classes = classes_for(paytable.cards)
+    probs = hand_probabilities(classes, paytable)
+    lines = _hand_lines(paytable, probs, meter)
     tray_return = sum((ln.probability * ln.tray_pay for ln in lines), Fraction(0)) / wager
     coefficient = sum((ln.probability * ln.meter_percent for ln in lines), Fraction(0))
     player_return = tray_return + coefficient * meter / wager
@@ -198,25 +243,7 @@ def build_sheet(paytable: Paytable, inputs: ParInputs) -> ParSheet:
     )
     envy_each = sum((ln.probability * ln.envy for ln in lines), Fraction(0))
     envy = triggers * envy_each
-    long_run = None
-    if inputs.meter_rate is not None or inputs.reserve_rate is not None:
-        r = inputs.meter_rate or Fraction(0)
-        q = inputs.reserve_rate or Fraction(0)
-        if r < 0 or q < 0 or r + q > 1:
-            raise ParError("rates must be non-negative and together at most 1")
-        reset = sum((ln.probability for ln in lines if ln.meter_percent == 1), Fraction(0))
-        long_return = tray_return + r + q + reset * inputs.seed / wager
-        average = average_meter_at_hit(reset, coefficient, (r + q) * wager, inputs.seed)
-        long_run = LongRun(
-            meter_rate=r,
-            reserve_rate=q,
-            seed=inputs.seed,
-            reset_probability=reset,
-            player_return=long_return,
-            hold=1 - long_return,
-            hold_with_envy=1 - long_return - envy / wager,
-            average_meter_at_hit=average,
-        )
+    long_run = _long_run(inputs, lines, tray_return, coefficient, envy / wager, wager)
     return ParSheet(
         paytable=paytable,
         inputs=inputs,

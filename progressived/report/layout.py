@@ -135,8 +135,8 @@ def sections(
                  ("count", "awards", "number"), ("amount_units", "paid", "money"),
                  ("largest_units", "largest", "money")),
                 _by_hand(data["awards"]))
-    intro, rows = _capped("Every award paid in the period. Payout slip serials appear here "
-                          "once payout slips are journaled.", data["awards"])
+    intro, rows = _capped("Every award paid in the period, with the serial of the payout "
+                          "slip journaled with it.", data["awards"])
     yield Table("awards", "Awards paid", intro,
                 (("time", "time", "text"), ("table", "table", "text"), ("seat", "seat", "number"),
                  ("hand", "hand", "text"), ("meter", "meter", "text"),

@@ -13,6 +13,7 @@ every meter; anything else is named, shown in red and makes the command exit 1.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -190,8 +191,13 @@ def build(ledgers: Sequence[LedgerPeriod], period: Period, *, created_at: dateti
           paytables: Path | None = None) -> Report:
     lines: list[MeterLine] = []
     awards: list[Award] = []
+    slips_of = {ledger.id: ledger.listed.slips for ledger in ledgers if ledger.kind == "table"}
     for ledger in ledgers:
-        awards.extend(ledger.listed.awards)
+        for paid in ledger.listed.awards:
+            if paid.slip is None and paid.table in slips_of:  # a link's: the table's slip
+                key = f"{paid.round}:{paid.seat}:{paid.hand}"
+                paid = dataclasses.replace(paid, slip=slips_of[paid.table].get(key))  # noqa: PLW2901
+            awards.append(paid)
         for meter in _meter_ids(ledger):
             flows = ledger.flows.get(meter, MeterFlows())
             opening = Holdings.of(ledger.opening, meter)

@@ -55,7 +55,7 @@ class Award:
     confirmed_by: str
     meter_before: int | None
     meter_after: int | None
-    slip: str | None = None  # payout slips are not journaled yet (docs/reports.md)
+    slip: str | None = None  # its payout slip's serial (docs/slips.md); a link's: None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,7 @@ class Listed:
     resets: list[Reset] = field(default_factory=list)
     adjustments: list[Adjustment] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    slips: dict[str, str] = field(default_factory=dict)  # award id -> its slip's serial
 
 
 _LISTED_LEGS = frozenset({"seed_funding", "reserve", "paid_attendant"})
@@ -122,15 +123,15 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
     rows = conn.execute(_KIND_ROWS, args).fetchall()
     if conn.execute("SELECT 1 FROM meta WHERE key = 'ledger_kind' AND value = 'link'").fetchone():
         rows += conn.execute(_LINK_ROWS, args).fetchall()
-    claims: dict[str, dict[str, Any]] = {}
-    keyed: dict[tuple[Any, ...], tuple[int, int]] = {}
+    seen = _Seen(slips=_slips(conn, after, last))
+    out.slips = seen.slips
     for seq, at, kind, rnd, seat, actor, text in sorted(rows, key=lambda r: int(r[0])):
         data = json.loads(text)
         what = kind
         if kind == "link_applied":
             what = str(data.get("message", {}).get("type"))
             if what == "claim":
-                claims[str(data["message"]["claim"])] = data["message"]
+                seen.claims[str(data["message"]["claim"])] = data["message"]
         if kind == "parameter_changed":
             reason = str(data.get("reason", ""))
             for key, change in sorted((data.get("changes") or {}).items()):
@@ -140,7 +141,7 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
             continue
         if kind == "award_keyed":
             key = (rnd, seat, data.get("hand"), data.get("meter"))
-            keyed[key] = (int(data["meter_before"]), int(data["meter_after"]))
+            seen.keyed[key] = (int(data["meter_before"]), int(data["meter_after"]))
         legs = _legs(data)
         seeds, reserves = legs.get("seed_funding", {}), legs.get("reserve", {})
         for meter, units in seeds.items():
@@ -151,8 +152,8 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
             }.get(what, "a reset undone (award rejected or voided)")
             out.resets.append(Reset(seq, at, meter, -units, -reserves.get(meter, 0), why))
         for meter, units in legs.get("paid_attendant", {}).items():
-            out.awards.append(_award(conn, source, seq, at, what, rnd, seat, data, meter,
-                                     units, claims, keyed))
+            row = _Row(seq, at, what, rnd, seat, data)
+            out.awards.append(_award(conn, source, row, meter, units, seen))
         if what == "meter_adjusted":
             out.adjustments.append(
                 Adjustment(seq, at, str(data["meter"]), int(data["units"]), "adjust",
@@ -170,26 +171,65 @@ def listed(conn: sqlite3.Connection, source: str, after: int, last: int) -> List
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    seq: int
+    at: str
+    what: str  # the kind; a link row's message type
+    round: int | None
+    seat: int
+    data: dict[str, Any]
+
+
+@dataclass
+class _Seen:
+    """What the rows before an award said about it: claims, keyed awards, payout slips."""
+
+    slips: dict[str, str]  # award id (ROUND:SEAT:HAND) -> its live slip's serial
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keyed: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
+
+
+def _slips(conn: sqlite3.Connection, after: int, last: int) -> dict[str, str]:
+    """The period's meter payout slips (docs/slips.md), by the award they pay: the last one
+    issued for it, marked ``(void)`` when it was voided without a reissue."""
+    serials: dict[str, str] = {}
+    voided: set[str] = set()
+    for kind, text in conn.execute(
+        "SELECT kind, data FROM journal WHERE kind IN ('slip_issued', 'slip_voided') "
+        "AND seq > ? AND seq <= ? ORDER BY seq", (after, last),
+    ):
+        data = json.loads(text)
+        if kind == "slip_voided":
+            voided.add(str(data.get("serial")))
+        elif data.get("source") == "meter":
+            serials[str(data.get("award"))] = str(data.get("serial"))
+    return {award: serial + (" (void)" if serial in voided else "")
+            for award, serial in serials.items()}
+
+
 def _award(
-    conn: sqlite3.Connection, source: str, seq: int, at: str, what: str, rnd: int | None,
-    seat: int, data: dict[str, Any], meter: str, units: int,
-    claims: dict[str, dict[str, Any]], keyed: dict[tuple[Any, ...], tuple[int, int]],
+    conn: sqlite3.Connection, source: str, row: _Row, meter: str, units: int, seen: _Seen
 ) -> Award:
-    """A paid award: a table's ``award_confirmed``, or a link's ``claim_confirm``."""
-    if what == "claim_confirm":
+    """A paid award: a table's ``award_confirmed`` (with its payout slip), or a link's
+    ``claim_confirm`` (its slip is the member table's)."""
+    data = row.data
+    if row.what == "claim_confirm":
         message = data["message"]
-        claim = claims.get(str(message["claim"]))
+        claim = seen.claims.get(str(message["claim"]))
         if claim is None:  # claimed before the period: read back from the confirmation
-            found = conn.execute(_CLAIM_BEFORE, (seq, message["claim"])).fetchone()
+            found = conn.execute(_CLAIM_BEFORE, (row.seq, message["claim"])).fetchone()
             claim = json.loads(found[0])["message"] if found else {}
-        return Award(seq, at, source, str(claim.get("table", message.get("table", ""))),
+        return Award(row.seq, row.at, source, str(claim.get("table", message.get("table", ""))),
                      claim.get("round"), int(claim.get("seat", 0)), str(claim.get("hand", "")),
                      meter, units, str(message.get("by", "")), None, None)
     hand = str(data.get("hand", ""))
-    moves = keyed.get((rnd, seat, hand, meter))
+    moves = seen.keyed.get((row.round, row.seat, hand, meter))
     if moves is None:  # keyed before the period began
-        found = conn.execute(_KEYED_BEFORE, (seq, rnd, seat, hand, meter)).fetchone()
+        found = conn.execute(_KEYED_BEFORE, (row.seq, row.round, row.seat, hand, meter)
+                             ).fetchone()
         moves = (int(found[0]), int(found[1])) if found and found[0] is not None else None
-    return Award(seq, at, source, source, rnd, seat, hand, meter, units,
+    return Award(row.seq, row.at, source, source, row.round, row.seat, hand, meter, units,
                  str(data.get("by", "")), None if moves is None else moves[0],
-                 None if moves is None else moves[1])
+                 None if moves is None else moves[1],
+                 seen.slips.get(f"{row.round}:{row.seat}:{hand}"))

@@ -262,6 +262,6 @@ def document(report: Report, data: Tables | None = None) -> dict[str, Any]:
             for m in report.variances
         ],
         "notes": list(report.notes),
-        "slips": "payout slip serials appear here once payout slips are journaled",
+        "slips": "each award's slip is the payout slip journaled with it (docs/slips.md)",
         "tables": dict(tables(report)) if data is None else data,
     }

@@ -58,11 +58,11 @@ def render(report: Report, *, colour: bool = False, data: Tables | None = None) 
     if report.ok:
         out.append("every meter reconciles: variance 0 to the unit; verify passed over the period")
     out.append("")
-    out.append(f"awards paid ({len(data['awards'])}; payout slip serials appear once slips "
-               "are journaled):")
+    out.append(f"awards paid ({len(data['awards'])}, each with its payout slip):")
     for a in data["awards"]:
         out.append(f"  {a['time']}  {a['table']:<10} seat {a['seat']:<2} {a['hand']:<18} "
-                   f"meter {a['meter']:<6} {money(a['amount_units']):>18}  by {a['confirmed_by']}")
+                   f"meter {a['meter']:<6} {money(a['amount_units']):>18}  by {a['confirmed_by']}"
+                   f"  slip {a['slip'] or '-'}")
     out.append(f"operator adjustments ({len(data['adjustments'])}):")
     for a in data["adjustments"]:
         out.append(f"  {a['time']}  {a['source']} meter {a['meter']} {a['what']} "

@@ -20,7 +20,6 @@ import os
 import pwd
 import socket
 import struct
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ import structlog
 
 from progressived.core.wirejson import WireError, loads_object
 from progressived.runtime.listen import ListenError, claim_unix_socket, release_unix_socket
+from progressived.runtime.ratelimit import RateLimitedLog
 
 log = structlog.get_logger("progressived.control")
 
@@ -128,7 +128,7 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
         self._identity: tuple[int, int] | None = None
-        self._refused_said: dict[str, float] = {}
+        self._refused_log = RateLimitedLog(1, REFUSED_LOG_EVERY_S, logger=log)  # per code
 
     async def start(self) -> None:
         """Claim the socket (unless :meth:`claim` did) and answer on it."""
@@ -216,11 +216,10 @@ class ControlServer:
 
     def _refuse_request(self, peer: Peer, exc: WireError) -> None:
         """One log line per refusal code a minute (a broken or hostile client may repeat)."""
-        now = time.monotonic()
-        if now - self._refused_said.get(exc.code, float("-inf")) >= REFUSED_LOG_EVERY_S:
-            self._refused_said[exc.code] = now
-            why = {"code": exc.code, "reason": exc.reason}
-            log.warning("control request refused", pid=peer.pid, uid=peer.uid, **why)
+        why = {"code": exc.code, "reason": exc.reason}
+        self._refused_log.warning(
+            "control request refused", per=exc.code, pid=peer.pid, uid=peer.uid, **why
+        )
 
 
 async def read_request(reader: asyncio.StreamReader) -> dict[str, Any]:

@@ -94,9 +94,7 @@ class MetricsServer:
         self.request_timeout_s, self.response_timeout_s = request_timeout_s, response_timeout_s
         self.open = 0  # connections being served now
         self._per_client: Counter[str] = Counter()
-        self._said = {
-            kind: RateLimitedLog(1, REFUSAL_LOG_WINDOW_S, logger=log) for kind in BadRequest
-        }
+        self._said = RateLimitedLog(1, REFUSAL_LOG_WINDOW_S, logger=log)  # per kind
         self.refused: Counter[BadRequest] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -213,7 +211,7 @@ class MetricsServer:
 
     def _say(self, kind: BadRequest, **fields: Any) -> None:
         self.refused[kind] += 1
-        self._said[kind].warning(kind.value, kind=kind.name.lower(), **fields)
+        self._said.warning(kind.value, per=kind, kind=kind.name.lower(), **fields)
 
     async def _connection(self, conn: socket.socket, client: str) -> None:
         writer: asyncio.StreamWriter | None = None

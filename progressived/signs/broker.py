@@ -14,6 +14,7 @@ from pathlib import Path
 
 from progressived.mqtt.client import BrokerOptions, TlsOptions, describe, login_refused
 from progressived.mqtt.session import NotAuthorised
+from progressived.runtime.config_files import PasswordFileError, read_password_file
 
 __all__ = [
     "EXIT_NOT_AUTHORISED",
@@ -99,11 +100,9 @@ def resolve_password(
     env = dict(os.environ) if env is None else env
     if password_file is not None:
         try:
-            return password_file.read_text().strip()
-        except OSError as exc:
-            raise LoginError(
-                f"cannot read the password file {password_file}: {exc.strerror}"
-            ) from None
+            return read_password_file(password_file)
+        except PasswordFileError as exc:
+            raise LoginError(str(exc)) from None
     if password is not None:
         return password
     return env.get(PASSWORD_ENV) or None

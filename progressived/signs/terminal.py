@@ -12,14 +12,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, assert_never
 
 import aiomqtt
 
+from progressived.core.money import display_cents
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
+from progressived.mqtt.client import Ending
 from progressived.mqtt.payloads import (
-    WAITING_FOR_LINK,
-    event_problem,
     event_topic,
     meter_problem,
     meter_topic,
@@ -27,9 +27,16 @@ from progressived.mqtt.payloads import (
 )
 from progressived.mqtt.session import MqttSession
 from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin, NotAuthorised
+from progressived.signs.events import (
+    IgnoredLog,
+    Malformed,
+    SeenEvents,
+    Shows,
+    SignEvent,
+    read_event,
+)
 from progressived.signs.screen import redraw
-
-PROBLEM_EVERY_S = 10.0  # at most one line every 10 s about ignored malformed messages (as --web)
+from progressived.signs.web.words import Closure, closure
 
 
 class View(Protocol):
@@ -69,16 +76,13 @@ _FONT: dict[str, tuple[str, ...]] = {
 
 # The banner each award event puts up (docs/mqtt.md, "What a sign shows").
 _BANNERS = {
-    "award_keyed": "PENDING",  # awaits the supervisor
-    "award_approved": "APPROVED",  # split: approved, paid (and final) at RECONCILE
-    "award_confirmed": "WINNER",  # paid
+    Shows.PENDING: "PENDING",  # awaits the supervisor
+    Shows.APPROVED: "APPROVED",  # split: approved, paid (and final) at RECONCILE
+    Shows.WINNER: "WINNER",  # paid
 }
 
 
-def dollars(cents: int) -> str:
-    """Whole cents as signs show money: ``$1,234.56``."""
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+dollars = display_cents  # whole cents as signs show money: ``$1,234.56``
 
 
 def big(text: str) -> str:
@@ -107,12 +111,14 @@ class SignView:
     seq: int = -1
     tables: dict[str, str] = field(default_factory=dict)
     banner: str = ""
+    banner_shows: Shows | None = None  # the event behind the banner (its type, not its text)
     banner_until: float = 0.0
     banner_table: str = ""
-    seen_events: set[tuple[str, int]] = field(default_factory=set)
+    seen_events: SeenEvents = field(default_factory=SeenEvents)  # bounded: the last 4,096
     boot: str = ""  # the controller run whose meter seqs this view follows
     waiting_for: str = ""  # what "waiting" means: the broker and topic, said on screen
     closed: tuple[str, ...] = ()  # why the meter is closed (its ``closed``), shown with CLOSED
+    closures: frozenset[Closure] = frozenset()  # the same as types, decided on
     problem: str = ""  # why the last message was ignored as malformed ("" if it was not)
     broker_down: bool = False  # this sign lost its broker: the value may be old, not closed
 
@@ -147,7 +153,8 @@ class SignView:
             self.seq, self.display, self.state = data["seq"], data["display"], data["state"]
             reasons = data.get("closed")
             self.closed = tuple(str(r) for r in reasons) if isinstance(reasons, list) else ()
-            if self.state == "closed" and WAITING_FOR_LINK in self.closed:
+            self.closures = frozenset(closure(r) for r in self.closed)
+            if self.state == "closed" and Closure.WAITING_FOR_LINK in self.closures:
                 self.display = "----"  # a linked meter with no value yet: never $0.00
             return True
         if topic == status_topic(self.prefix, self.table_id):
@@ -160,41 +167,53 @@ class SignView:
                 self.seq = -1
             return True
         if topic == event_topic(self.prefix, self.table_id):
-            if problem := event_problem(data, self.table_id):
-                self.problem = problem
+            try:
+                event = read_event(data, self.table_id)
+            except Malformed as exc:
+                self.problem = str(exc)
                 return False  # malformed (docs/mqtt.md): changes nothing
-            key = (self.table_id, int(data["seq"]))
-            if key in self.seen_events:
-                return False  # a repeat after a reconnect: same ledger seq
-            self.seen_events.add(key)
-            kind = data.get("kind")
-            if kind == "round_locked" and self.banner and data.get("table") == self.banner_table:
-                self.banner, self.banner_until = "", 0.0  # that table's next round has begun
-                return True
-            verb = _BANNERS.get(str(kind))
-            if verb is not None and data.get("meter") == self.meter_id:
+            if event is None or not self.seen_events.first(event.seq):
+                return False  # a kind a sign does not show, or a repeat after a reconnect
+            return self._show(event, now)
+        return False
+
+    def _show(self, event: SignEvent, now: float) -> bool:
+        """The banner an event puts up or takes down, decided from its type alone."""
+        shows = event.shows
+        if shows is Shows.NEXT_ROUND:
+            if not self.banner or event.table != self.banner_table:
+                return False
+            self._clear_banner()  # that table's next round has begun
+            return True
+        if event.meter != self.meter_id:
+            return False
+        match shows:
+            case Shows.PENDING | Shows.APPROVED | Shows.WINNER:
                 # WINNER only once the award is paid (award_confirmed): a keyed award may
                 # still be rejected or turned off, and under split an approved one repriced.
-                cents = data.get("cents", 0)
-                amount = dollars(cents if isinstance(cents, int) else 0)
                 self.banner = (
-                    f"*** {verb}: table {data.get('table')} seat {data.get('seat')} "
-                    f"{data.get('hand')} {amount} ***"
+                    f"*** {_BANNERS[shows]}: table {event.table} seat {event.seat} "
+                    f"{event.hand} {dollars(event.cents)} ***"
                 )
-                self.banner_until, self.banner_table = now + 30.0, str(data.get("table"))
-                return True
-            if (
-                kind in ("award_unkeyed", "award_reversed")
-                and data.get("meter") == self.meter_id
-                and self.banner.startswith("*** PENDING")
-            ):
-                self.banner, self.banner_until = "", 0.0  # the award awaits no one any more
-                return True
-            if kind == "award_rejected" and data.get("meter") == self.meter_id:
-                self.banner = f"award at table {data.get('table')} seat {data.get('seat')} rejected"
-                self.banner_until, self.banner_table = now + 10.0, str(data.get("table"))
-                return True
-        return False
+                self._banner_for(shows, event.table, now + 30.0)
+            case Shows.UNKEYED | Shows.REVERSED:
+                if self.banner_shows is not Shows.PENDING:
+                    return False
+                self._clear_banner()  # the award awaits no one any more
+            case Shows.REJECTED:
+                self.banner = f"award at table {event.table} seat {event.seat} rejected"
+                self._banner_for(shows, event.table, now + 10.0)
+            case Shows.ENVY | Shows.CLOSED | Shows.OPENED | Shows.NEXT_ROUND:
+                return False  # the meter says the closures; envy is the web sign's
+            case _:
+                assert_never(shows)
+        return True
+
+    def _banner_for(self, shows: Shows, table: str, until: float) -> None:
+        self.banner_shows, self.banner_table, self.banner_until = shows, table, until
+
+    def _clear_banner(self) -> None:
+        self.banner, self.banner_shows, self.banner_until = "", None, 0.0
 
     @property
     def offline(self) -> bool:
@@ -206,7 +225,7 @@ class SignView:
         if self.offline:
             return "OFFLINE"
         waiting = f"waiting for {self.waiting_for}" if self.waiting_for else "waiting..."
-        if self.state == "closed" and self.closed == (WAITING_FOR_LINK,):
+        if self.state == "closed" and self.closures == {Closure.WAITING_FOR_LINK}:
             return "WAITING FOR THE LINK"
         if self.state == "closed" and self.closed:
             return f"CLOSED: {', '.join(self.closed)}"
@@ -234,25 +253,6 @@ class SignView:
         return f"{self.meter_id} {self.display} {status}{banner}"
 
 
-class _Ignored:
-    """Says that malformed messages were ignored: one line on ``err`` at most every
-    PROBLEM_EVERY_S, with how many more there were (a broken publisher can send many)."""
-
-    def __init__(self, err: TextIO) -> None:
-        self.err = err
-        self.count = 0
-        self.said = float("-inf")
-
-    def say(self, topic: str, why: str) -> None:
-        self.count += 1
-        now = time.monotonic()
-        if now - self.said >= PROBLEM_EVERY_S:
-            more = f" ({self.count - 1} more since the last line)" if self.count > 1 else ""
-            self.err.write(f"sign: ignored a malformed message on {topic}: {why}{more}\n")
-            self.err.flush()
-            self.said, self.count = now, 0
-
-
 class _SignNotices:
     """The session's news as a sign says it: one stderr line each, the screen redrawn."""
 
@@ -275,7 +275,7 @@ class _SignNotices:
     def disconnected(self, session: MqttSession, retry_in_s: float | None) -> None:
         url = self.login.url
         if retry_in_s is None:  # refused: retrying cannot help
-            if session.detail.startswith("not authorised to read"):
+            if session.ending is Ending.SUBSCRIPTION_REFUSED:
                 self.notice(f"broker {url} refused this sign: {session.detail} (check the ACL)")
             else:
                 who = (
@@ -333,7 +333,7 @@ async def run_sign(
     view.waiting_for = f"a controller to publish {view.meter_topic} on {login.url}"
     sign_view = view
     updates = 0
-    ignored = _Ignored(err)
+    ignored = IgnoredLog(lambda line: print(line, file=err, flush=True))
 
     def notice(line: str) -> None:
         err.write(f"sign: {line}\n")
@@ -360,7 +360,7 @@ async def run_sign(
             return
         if not sign_view.receive(str(message.topic), bytes(payload)):
             if sign_view.problem:
-                ignored.say(str(message.topic), sign_view.problem)
+                ignored.ignored(str(message.topic), sign_view.problem)
             return
         updates += 1
         draw()

@@ -57,7 +57,9 @@ class Lease:
     ttl_s: float
 
 
-class Head(Protocol):
+class ChainPosition(Protocol):
+    """A row of the hash chain named by its ``seq`` and ``hash`` (where a plan ends)."""
+
     @property
     def seq(self) -> int: ...
 
@@ -87,7 +89,7 @@ class Writable(Protocol):
     def snapshot(self) -> tuple[int, str, str] | None: ...  # seq, hash, state text
 
     @property
-    def head(self) -> Head: ...
+    def head(self) -> ChainPosition: ...
 
 
 class LedgerStore(Protocol):

@@ -13,6 +13,9 @@ The lease (:mod:`progressived.storage.port`) is kept in ``meta`` (``lease.holder
 machine's, the database's own. On one machine the ``flock`` already keeps a second writer
 out, so the link controller on SQLite takes no lease (docs/link.md); the rows are there for
 the same API on both adapters.
+
+Micro-benchmark: ``python -m bench.ledger_commit`` (:meth:`SqliteStore.write` against bare
+inserts of the same rows, alternately; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations

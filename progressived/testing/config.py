@@ -57,6 +57,7 @@ class RigConfig:
     header: str = ""
     meters: Sequence[Section] = ()  # more meters after ``meter``
     link: Section | None = None  # the ``[link]`` section of a table with a linked meter
+    slip_printer: Section | None = None  # ``[slips.printer]``: the slips' receipt printer
 
     def sections(
         self, *, broker_host: str, broker_port: int, link: Path, ledger: Path, control: Path
@@ -73,6 +74,8 @@ class RigConfig:
         }
         if self.link is not None:
             sections["link"] = self.link
+        if self.slip_printer is not None:
+            sections["slips.printer"] = self.slip_printer
         return sections
 
 

@@ -23,6 +23,7 @@ from types import TracebackType
 
 import aiomqtt
 
+from progressived.core.params import Policy
 from progressived.link.core import book
 from progressived.link.core import messages as lm
 from progressived.link.core import params as lp
@@ -34,8 +35,8 @@ STOP_S = 5.0  # the longest a stop waits for the session to end
 PMG_HANDS: Mapping[str, Fraction] = {"royal-flush": Fraction(1), "straight-flush": Fraction(1, 10)}
 
 
-def _head(n: int) -> lm.Head:
-    return lm.Head(seq=n, hash=hashlib.sha256(f"fake-link:{n}".encode()).hexdigest())
+def _head(n: int) -> lm.LedgerHead:
+    return lm.LedgerHead(seq=n, hash=hashlib.sha256(f"fake-link:{n}".encode()).hexdigest())
 
 
 class FakeLink:
@@ -53,7 +54,7 @@ class FakeLink:
         rate: Fraction = Fraction(15, 100),
         reserve_rate: Fraction = Fraction(2, 100),
         hands: Mapping[str, Fraction] = PMG_HANDS,
-        policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL,
+        policy: Policy = Policy.SEQUENTIAL,
         prefix: str = "progressive",
         heartbeat_s: float = 0.2,
     ) -> None:

@@ -9,6 +9,7 @@ from numbers import Rational
 
 from progressived.core.params import AboveLimit, TableParams
 from progressived.engine import accounts
+from progressived.engine.decision import RejectCode
 from progressived.engine.events import Event, LinkedContribution, MeterOpened, Posting, Postings
 
 
@@ -113,12 +114,12 @@ def linked(
     source_table: str,
     count: int,
     contribution_id: str,
-) -> tuple[str, str] | LinkedContribution:
+) -> tuple[str, RejectCode] | LinkedContribution:
     """Wagers locked at a linked table: the event, or (reason, code) when they do not fit."""
     if not source_table or source_table == params.table_id:
-        return ("a linked contribution needs another table's id", "bad-source")
+        return ("a linked contribution needs another table's id", RejectCode.BAD_SOURCE)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1000:
-        return (f"bad wager count {count!r} (1-1000)", "bad-count")
+        return (f"bad wager count {count!r} (1-1000)", RejectCode.BAD_COUNT)
     return LinkedContribution(
         at=at,
         round=round_no,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from progressived.core.params import TableParams
 from progressived.engine import accounts
 from progressived.engine.commands import AdjustMeter, TransferMeter
+from progressived.engine.decision import RejectCode
 from progressived.engine.events import MeterAdjusted, MeterTransferred, Posting
 
-Refusal = tuple[str, str]  # (reason, code)
+Refusal = tuple[str, RejectCode]  # (reason, code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +37,20 @@ def _operator_error(
 ) -> Refusal | None:
     for meter_id in meters:
         if meter_id not in params.meter_ids:
-            return (f"no meter {meter_id!r} (meters: {', '.join(params.meter_ids)})", "bad-meter")
+            return (
+                f"no meter {meter_id!r} (meters: {', '.join(params.meter_ids)})",
+                RejectCode.BAD_METER,
+            )
     if not reason.strip():
-        return ("a written reason is required", "no-reason")
+        return ("a written reason is required", RejectCode.NO_REASON)
     if not actor.strip() or actor in ("dealer", "system"):
-        return ("the operator's id is required", "no-operator")
+        return ("the operator's id is required", RejectCode.NO_OPERATOR)
     if not approved_by.strip() or approved_by == actor:
-        return ("a second person must approve (two-person control)", "no-approval")
+        return ("a second person must approve (two-person control)", RejectCode.NO_APPROVAL)
     if view.round_open:
-        return ("refused while a round is open: reconcile or void it first", "round-open")
+        return ("refused while a round is open: reconcile or void it first", RejectCode.ROUND_OPEN)
     if any(m in view.meters_pending for m in meters):
-        return ("refused while an award awaits the supervisor", "award-pending")
+        return ("refused while an award awaits the supervisor", RejectCode.AWARD_PENDING)
     return None
 
 
@@ -57,10 +61,10 @@ def adjust(
     if error := _operator_error(params, view, cmd.reason, cmd.actor, cmd.approved_by, [cmd.meter]):
         return error
     if isinstance(cmd.units, bool) or not isinstance(cmd.units, int) or cmd.units == 0:
-        return ("an adjustment needs a non-zero amount", "bad-amount")
+        return ("an adjustment needs a non-zero amount", RejectCode.BAD_AMOUNT)
     before = balances.get(accounts.meter(cmd.meter), 0)
     if before + cmd.units < 0:
-        return ("the adjustment would make the meter negative", "bad-amount")
+        return ("the adjustment would make the meter negative", RejectCode.BAD_AMOUNT)
     return MeterAdjusted(
         at=cmd.at,
         round=view.round,
@@ -85,9 +89,9 @@ def transfer(
     if error := _operator_error(params, view, cmd.reason, cmd.actor, cmd.approved_by, meters):
         return error
     if cmd.from_meter == cmd.to_meter:
-        return ("a transfer needs two different meters", "bad-meter")
+        return ("a transfer needs two different meters", RejectCode.BAD_METER)
     if isinstance(cmd.units, bool) or not isinstance(cmd.units, int) or cmd.units <= 0:
-        return ("a transfer needs a positive amount", "bad-amount")
+        return ("a transfer needs a positive amount", RejectCode.BAD_AMOUNT)
     above_reset = balances.get(accounts.meter(cmd.from_meter), 0) - params.reset_seed(
         cmd.from_meter
     )
@@ -95,7 +99,7 @@ def transfer(
         return (
             "only the amount above the reset value may be transferred "
             f"(at most {max(0, above_reset)} units)",
-            "bad-amount",
+            RejectCode.BAD_AMOUNT,
         )
     return MeterTransferred(
         at=cmd.at,

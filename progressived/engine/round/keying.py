@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from progressived.core.params import Policy, TableParams
+from progressived.core.paytable import HandRule
 from progressived.engine import deck
 from progressived.engine.commands import Confirm, KeyHand, Reject
-from progressived.engine.decision import Rejected
+from progressived.engine.decision import RejectCode, Rejected
 from progressived.engine.events import AwardApproved, HandKeyed, HandUnkeyed
 from progressived.engine.meter_port import Claim, PostAward, ReserveAwards, VoidAward
 from progressived.engine.round.plan import (
@@ -26,6 +27,7 @@ from progressived.engine.state import Phase, TableState
 
 
 def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan:
+    """KeyHand: a second press turns a keyed hand off; otherwise a new winner is keyed."""
     if error := seat_error(params, cmd.seat, state):
         return error
     paytable = params.paytable
@@ -34,14 +36,22 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         return Rejected(
             f"hand {cmd.hand!r} is not in paytable {paytable.id} "
             f"(hands: {', '.join(paytable.hand_ids)})",
-            "bad-hand",
+            RejectCode.BAD_HAND,
             state,
         )
     if state.phase is not Phase.LOCKED:
-        return Rejected("no round is locked: key winners after LOCK", "not-locked", state)
+        return Rejected("no round is locked: key winners after LOCK", RejectCode.NOT_LOCKED, state)
     seat, hand = cmd.seat, rule.hand.value
+    turned_off = _turn_off(params, state, cmd, seat, hand)
+    if turned_off is not None:
+        return turned_off
+    return _new_winner(params, state, cmd, rule, seat, hand)
 
-    # A second press of the same seat and hand turns it off.
+
+def _turn_off(
+    params: TableParams, state: TableState, cmd: KeyHand, seat: int, hand: str
+) -> Rejected | Plan | None:
+    """A second press of the same seat and hand turns it off (None: it is not keyed)."""
     for keyed in state.keyed:
         if (keyed.seat, keyed.hand) == (seat, hand):
             unkeyed = HandUnkeyed(
@@ -59,15 +69,47 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
                 return Rejected(
                     f"the {hand} award at seat {seat} was confirmed by the supervisor; "
                     "it cannot be turned off",
-                    "award-confirmed",
+                    RejectCode.AWARD_CONFIRMED,
                     state,
                 )
             if error := awaiting_error(state, "turning a meter hand off"):
                 return error
             wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != (seat, hand)]
             return reprice(params, state, wanted, cmd.at, {(seat, hand): "unkeyed"})
+    return None
 
-    # A new winner: refuse what one deck cannot deal.
+
+def _new_winner(
+    params: TableParams, state: TableState, cmd: KeyHand, rule: HandRule, seat: int, hand: str
+) -> Rejected | Plan:
+    """A new winner: refuse what one deck cannot deal, then key it (on the tray, on a meter,
+    or as an envy trigger)."""
+    if error := _undealable(params, state, seat, hand):
+        return error
+    if seat not in state.locked:
+        return _without_wager(params, state, cmd, rule, seat, hand)
+    if rule.pay.from_meter:
+        if state.linked_off and params.is_linked(rule.pay.meter):
+            return Rejected(
+                f"round {state.round} was locked while the linked progressive was closed (the "
+                f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
+                "refused",
+                RejectCode.LINK_CLOSED,
+                state,
+            )
+        if error := awaiting_error(state, f"keying {hand}"):
+            return error
+        wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]
+        return reprice(params, state, wanted, cmd.at, {})
+    units = rule.pay.tray_amount(params.wager_units, params.paytable.wager)
+    return (
+        HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="tray", units=units),
+    )
+
+
+def _undealable(params: TableParams, state: TableState, seat: int, hand: str) -> Rejected | None:
+    """A seat keyed already, or a set of hands one deck cannot deal."""
+    paytable = params.paytable
     current = (
         [k.hand for k in state.keyed if k.seat == seat]
         + [a.hand for a in state.awards if a.seat == seat]
@@ -77,7 +119,7 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         return Rejected(
             f"seat {seat} is already keyed as {current[0]}; press {current[0]} again to turn it "
             "off first",
-            "seat-already-keyed",
+            RejectCode.SEAT_ALREADY_KEYED,
             state,
         )
     guard = deck.guard_for(paytable)
@@ -87,41 +129,30 @@ def key(params: TableParams, state: TableState, cmd: KeyHand) -> Rejected | Plan
         + [h for _, h in state.claims_awaiting_meter]
     )
     if (impossible := guard.impossible([*held, hand])) is not None:
-        return Rejected(guard.reason(impossible), "impossible-combination", state)
-    if seat not in state.locked:
-        if rule.envy and not paytable.envy_requires_trigger_wager:
-            return (
-                HandKeyed(
-                    at=cmd.at, round=state.round, seat=seat, hand=hand, source="none", units=0
-                ),
-            )
-        why = (
-            "it has no envy bonus"
-            if not rule.envy
-            else f"the trigger must hold a wager ({paytable.envy_rule})"
+        return Rejected(guard.reason(impossible), RejectCode.IMPOSSIBLE_COMBINATION, state)
+    return None
+
+
+def _without_wager(
+    params: TableParams, state: TableState, cmd: KeyHand, rule: HandRule, seat: int, hand: str
+) -> Rejected | Plan:
+    """A winner at a seat without a locked wager: only an envy trigger, where the paytable
+    lets one trigger without a wager."""
+    paytable = params.paytable
+    if rule.envy and not paytable.envy_requires_trigger_wager:
+        return (
+            HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="none", units=0),
         )
-        return Rejected(
-            f"seat {seat} has no locked progressive wager; {hand} there pays nothing and cannot "
-            f"trigger envy: {why}",
-            "no-wager",
-            state,
-        )
-    if rule.pay.from_meter:
-        if state.linked_off and params.is_linked(rule.pay.meter):
-            return Rejected(
-                f"round {state.round} was locked while the linked progressive was closed (the "
-                f"link down or refusing): its {hand} claim on linked meter {rule.pay.meter} is "
-                "refused",
-                "link-closed",
-                state,
-            )
-        if error := awaiting_error(state, f"keying {hand}"):
-            return error
-        wanted = [(a.seat, a.hand) for a in state.unpaid] + [(seat, hand)]
-        return reprice(params, state, wanted, cmd.at, {})
-    units = rule.pay.tray_amount(params.wager_units, paytable.wager)
-    return (
-        HandKeyed(at=cmd.at, round=state.round, seat=seat, hand=hand, source="tray", units=units),
+    why = (
+        "it has no envy bonus"
+        if not rule.envy
+        else f"the trigger must hold a wager ({paytable.envy_rule})"
+    )
+    return Rejected(
+        f"seat {seat} has no locked progressive wager; {hand} there pays nothing and cannot "
+        f"trigger envy: {why}",
+        RejectCode.NO_WAGER,
+        state,
     )
 
 
@@ -207,7 +238,7 @@ def confirm(params: TableParams, state: TableState, cmd: Confirm) -> Rejected | 
         return error
     pending = state.pending
     if not pending:
-        return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
+        return Rejected("no meter award awaits the supervisor", RejectCode.NOTHING_PENDING, state)
     award = pending[0]
     if params.policy is Policy.SPLIT:
         # Approved, paid at RECONCILE: a split share is final only with the round's keyed set.
@@ -231,7 +262,7 @@ def reject(params: TableParams, state: TableState, cmd: Reject) -> Rejected | Pl
         return error
     pending = state.pending
     if not pending:
-        return Rejected("no meter award awaits the supervisor", "nothing-pending", state)
+        return Rejected("no meter award awaits the supervisor", RejectCode.NOTHING_PENDING, state)
     first = (pending[0].seat, pending[0].hand)
     wanted = [(a.seat, a.hand) for a in state.unpaid if (a.seat, a.hand) != first]
     return reprice(params, state, wanted, cmd.at, {first: "rejected"})

@@ -8,7 +8,7 @@ meter answers later, a ``MeterRequested``) before the next step.
 from __future__ import annotations
 
 from progressived.core.params import TableParams
-from progressived.engine.decision import Rejected
+from progressived.engine.decision import RejectCode, Rejected
 from progressived.engine.events import Event
 from progressived.engine.meter_port import MeterRequest
 from progressived.engine.state import TableState
@@ -26,13 +26,13 @@ def seat_problem(params: TableParams, seat: object) -> str | None:
 
 def seat_error(params: TableParams, seat: int, state: TableState) -> Rejected | None:
     if problem := seat_problem(params, seat):
-        return Rejected(problem, "bad-seat", state)
+        return Rejected(problem, RejectCode.BAD_SEAT, state)
     return None
 
 
 def supervisor_error(state: TableState, supervisor: bool, what: str) -> Rejected | None:
     if not supervisor:
-        return Rejected(f"{what} needs the supervisor key", "supervisor-required", state)
+        return Rejected(f"{what} needs the supervisor key", RejectCode.SUPERVISOR_REQUIRED, state)
     return None
 
 
@@ -46,4 +46,4 @@ def awaiting_error(state: TableState, what: str) -> Rejected | None:
         why = f"the {hand} claim at seat {seat} awaits the meter's price"
     else:
         why = "the meter has not acknowledged this round's requests yet"
-    return Rejected(f"{what} refused: {why}", "meter-pending", state)
+    return Rejected(f"{what} refused: {why}", RejectCode.METER_PENDING, state)

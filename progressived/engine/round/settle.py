@@ -6,7 +6,7 @@ from progressived.core.params import TableParams
 from progressived.core.paytable import HandRule, scale_amount
 from progressived.engine import accounts
 from progressived.engine.commands import Reconcile, Void
-from progressived.engine.decision import Rejected
+from progressived.engine.decision import RejectCode, Rejected
 from progressived.engine.events import (
     EnvyPaid,
     Payment,
@@ -37,11 +37,11 @@ def _pay_approved(state: TableState) -> list[Step]:
 
 def reconcile(params: TableParams, state: TableState, cmd: Reconcile) -> Rejected | Plan:
     if state.phase is not Phase.LOCKED:
-        return Rejected("no locked round to reconcile", "not-locked", state)
+        return Rejected("no locked round to reconcile", RejectCode.NOT_LOCKED, state)
     if pending := state.pending:
         return Rejected(
             f"the {pending[0].hand} award at seat {pending[0].seat} awaits the supervisor",
-            "award-pending",
+            RejectCode.AWARD_PENDING,
             state,
         )
     if error := awaiting_error(state, "RECONCILE"):
@@ -112,12 +112,12 @@ def void(params: TableParams, state: TableState, cmd: Void) -> Rejected | Plan:
     if error := supervisor_error(state, cmd.supervisor, "VOID"):
         return error
     if state.phase is not Phase.LOCKED:
-        return Rejected("no locked round to void", "not-locked", state)
+        return Rejected("no locked round to void", RejectCode.NOT_LOCKED, state)
     if any(a.confirmed for a in state.awards):
         return Rejected(
             "a meter award was confirmed and paid this round; a void cannot reverse it "
             "(use a recorded meter adjustment)",
-            "award-confirmed",
+            RejectCode.AWARD_CONFIRMED,
             state,
         )
     if error := awaiting_error(state, "VOID"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from progressived.core.params import TableParams
 from progressived.engine.commands import Lock, SamePlayer, Sensors, SetClosed
-from progressived.engine.decision import Rejected
+from progressived.engine.decision import RejectCode, Rejected
 from progressived.engine.events import (
     LateBet,
     RoundLocked,
@@ -41,13 +41,15 @@ def sensors(params: TableParams, state: TableState, cmd: Sensors) -> Rejected | 
 def lock(params: TableParams, state: TableState, cmd: Lock) -> Rejected | Plan:
     """LOCK: the round locks the sensed seats and asks the meter book for their contributions."""
     if state.phase is not Phase.OPEN:
-        return Rejected(f"round {state.round} is already locked", "already-locked", state)
+        return Rejected(f"round {state.round} is already locked", RejectCode.ALREADY_LOCKED, state)
     # The link down or refusing closes the linked meters only: LOCK still locks the local ones.
     local_meters = len(params.linked_meters) < len(params.meters)
     closing = state.closed - link_closures(state.closed) if local_meters else state.closed
     if closing:
         why = ", ".join(sorted(closing))
-        return Rejected(f"the progressive is closed ({why}): LOCK refused", "closed", state)
+        return Rejected(
+            f"the progressive is closed ({why}): LOCK refused", RejectCode.CLOSED, state
+        )
     seats = sorted(state.sensed)
     steps: list[Step] = [RoundLocked(at=cmd.at, round=state.round, seats=tuple(seats))]
     steps += [Contribute(round=state.round, seat=seat, units=params.wager_units) for seat in seats]
@@ -59,7 +61,7 @@ def same_player(params: TableParams, state: TableState, cmd: SamePlayer) -> Reje
         if error := seat_error(params, seat, state):
             return error
     if len(cmd.seats) < 2:
-        return Rejected("SAME-PLAYER needs two different seats", "bad-seat", state)
+        return Rejected("SAME-PLAYER needs two different seats", RejectCode.BAD_SEAT, state)
     group = frozenset(cmd.seats)
     for existing in state.same_player:
         if existing & group:
@@ -72,7 +74,7 @@ def same_player(params: TableParams, state: TableState, cmd: SamePlayer) -> Reje
         return Rejected(
             f"one player may play at most {most} hands ({params.paytable.hands_per_player_rule}); "
             f"seats {seats} would be one player",
-            "too-many-hands",
+            RejectCode.TOO_MANY_HANDS,
             state,
         )
     return (SpotsJoined(at=cmd.at, round=state.round, seats=tuple(sorted(group))),)
@@ -81,7 +83,9 @@ def same_player(params: TableParams, state: TableState, cmd: SamePlayer) -> Reje
 def set_closed(state: TableState, cmd: SetClosed) -> Rejected | Plan:
     reason = cmd.reason.strip()
     if not reason:
-        return Rejected("a reason is needed to close or open the progressive", "no-reason", state)
+        return Rejected(
+            "a reason is needed to close or open the progressive", RejectCode.NO_REASON, state
+        )
     if cmd.closed:
         if reason in state.closed:
             return ()

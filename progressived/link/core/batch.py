@@ -7,30 +7,38 @@ publishes the replies and the meters that changed. Every message of a batch is a
 with the link ledger's head as of the commit before the batch (what ``receive`` is given),
 so a replay reproduces each result exactly.
 
-A refusal that consumed no sequence changed nothing: its ``Refused`` event is counted and
+A refusal that consumed no sequence changed nothing: its ``LinkRefused`` event is counted and
 listed (``Outcome.refusals``) but left out of the steps to journal, so junk costs the
 ledger no row (docs/link.md, "Fair share"). Its answer, and a ``resend`` answer, is marked
-(``Outgoing.non_final_to``) so the controller can keep such answers within a budget per
+(``Publication.non_final_to``) so the controller can keep such answers within a budget per
 table.
+
+Micro-benchmark: ``python -m bench.link_budget --floors`` (one message decoded and booked
+alone); the whole batch under load: ``python -m bench.run --only floor,link``
+(docs/performance.md, "The link's message -> answer").
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from progressived.link.core import book
 from progressived.link.core import params as lp
 from progressived.link.core.messages import (
     AwardUpdate,
-    Head,
+    LedgerHead,
     LinkedMeter,
+    MessageError,
     Result,
+    TableMessage,
+    decode_table,
     encode,
     meter_topic,
     to_table_topic,
 )
-from progressived.link.core.state import Applied, BookState, Refused, Step
+from progressived.link.core.state import Applied, BookState, LinkRefused, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +51,9 @@ class Incoming:
 
 
 @dataclass(frozen=True, slots=True)
-class Outgoing:
+class Publication:
+    """One MQTT message the link controller publishes (a reply, a heartbeat, a meter)."""
+
     topic: str
     payload: bytes
     retain: bool = False
@@ -56,9 +66,9 @@ class Outcome:
     """What a batch did: the steps to commit, what to publish after, and how it went."""
 
     steps: list[tuple[Step, int]] = field(default_factory=list)  # to journal: Applied only
-    replies: list[Outgoing] = field(default_factory=list)
+    replies: list[Publication] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)  # applied|refused|resend|duplicate
-    refusals: list[Refused] = field(default_factory=list)  # not consuming a sequence
+    refusals: list[LinkRefused] = field(default_factory=list)  # not consuming a sequence
     final_refusals: list[Applied] = field(default_factory=list)  # consumed, refused on content
     state: BookState = field(default_factory=BookState)  # the book after the batch
 
@@ -77,19 +87,40 @@ def sender_of(prefix: str, link: str, topic: str) -> str:
     return topic[len(head) :] if topic.startswith(head) else topic.rsplit("/", 1)[-1]
 
 
-def run_batch(
-    params: lp.LinkParams, state: BookState, head: Head, batch: list[Incoming], prefix: str
-) -> Outcome:
-    """Every message of ``batch`` through the book, in order, on ``state``."""
-    out = Outcome(state=state)
+def decode_all(batch: Sequence[Incoming]) -> list[TableMessage | bytes]:
+    """Each payload of ``batch`` as its message, before the book sees any (the controller
+    times decoding apart from booking: docs/performance.md, "The link's message -> answer").
+    A payload the decoder refuses stays bytes: the book decodes it again and refuses it
+    with its code (junk pays twice; a valid message once)."""
+    out: list[TableMessage | bytes] = []
     for item in batch:
+        try:
+            out.append(decode_table(item.payload))
+        except MessageError:
+            out.append(item.payload)
+    return out
+
+
+def run_batch(
+    params: lp.LinkParams,
+    state: BookState,
+    head: LedgerHead,
+    batch: list[Incoming],
+    prefix: str,
+    decoded: Sequence[TableMessage | bytes] | None = None,
+) -> Outcome:
+    """Every message of ``batch`` through the book, in order, on ``state`` (``decoded``:
+    the batch's payloads as :func:`decode_all` gave them)."""
+    out = Outcome(state=state)
+    for index, item in enumerate(batch):
         table = sender_of(prefix, params.link_id, item.topic)
+        payload = item.payload if decoded is None else decoded[index]
         step = book.receive(
-            params, out.state, item.payload, topic_table=table, at_ms=item.at_ms, head=head
+            params, out.state, payload, topic_table=table, at_ms=item.at_ms, head=head
         )
         out.state = step.state
         _count(out, step)
-        if any(isinstance(e, Refused) for e in step.events):  # counted, not journaled
+        if any(isinstance(e, LinkRefused) for e in step.events):  # counted, not journaled
             step = Step(step.state, _applied(step), step.replies)
         out.steps.append((step, item.at_ms))
         for reply in step.replies:
@@ -99,7 +130,7 @@ def run_batch(
                     isinstance(reply, Result) and reply.lseq == 0 and reply.status != "applied"
                 )
                 to = reply.table if non_final else ""
-                out.replies.append(Outgoing(topic, encode(reply), non_final_to=to))
+                out.replies.append(Publication(topic, encode(reply), non_final_to=to))
     return out
 
 
@@ -119,7 +150,7 @@ def _told_not_a_member(reply: object, topic_table: str) -> bool:
 
 def _count(out: Outcome, step: Step) -> None:
     for event in step.events:
-        if isinstance(event, Refused):
+        if isinstance(event, LinkRefused):
             out.counts["refused"] += 1
             out.refusals.append(event)
         elif event.result.status == "applied":
@@ -135,7 +166,7 @@ def _count(out: Outcome, step: Step) -> None:
             out.counts["duplicate"] += 1
 
 
-def meters(params: lp.LinkParams, state: BookState, head: Head) -> dict[str, LinkedMeter]:
+def meters(params: lp.LinkParams, state: BookState, head: LedgerHead) -> dict[str, LinkedMeter]:
     """Every linked meter as published (retained)."""
     return {spec.id: book.meter_view(params, state, spec.id, head) for spec in params.meters}
 
@@ -147,9 +178,9 @@ def shown(meter: LinkedMeter) -> tuple[int, int, object]:
 
 def meter_messages(
     params: lp.LinkParams, prefix: str, views: dict[str, LinkedMeter]
-) -> list[Outgoing]:
+) -> list[Publication]:
     return [
-        Outgoing(meter_topic(prefix, params.link_id, meter_id), encode(view), retain=True)
+        Publication(meter_topic(prefix, params.link_id, meter_id), encode(view), retain=True)
         for meter_id, view in views.items()
     ]
 
@@ -158,7 +189,8 @@ __all__ = [
     "AwardUpdate",
     "Incoming",
     "Outcome",
-    "Outgoing",
+    "Publication",
+    "decode_all",
     "meter_messages",
     "meters",
     "run_batch",

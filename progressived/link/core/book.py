@@ -15,6 +15,10 @@
 The adapter must journal each :class:`~progressived.link.core.state.Applied` event and the new
 high-water mark in the same transaction as its postings, and send the replies only after
 that commit. No I/O, no clock: the receive time comes in with the message.
+
+Micro-benchmark: ``python -m bench.link_budget --floors`` (one contribution decoded, and
+booked, alone: the floors of the link's decode and book stages; docs/performance.md,
+"Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from progressived.link.core.messages import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
     Heartbeat,
+    LedgerHead,
     LinkedMeter,
     MessageError,
     Result,
@@ -49,7 +53,7 @@ from progressived.link.core.state import (
     ClaimKey,
     ClaimState,
     Group,
-    Refused,
+    LinkRefused,
     Step,
     Stored,
     TableTrack,
@@ -81,7 +85,7 @@ def receive(
     *,
     topic_table: str | None,
     at_ms: int,
-    head: Head,
+    head: LedgerHead,
 ) -> Step:
     """Apply one message that arrived on ``topic_table``'s topic at the link's ``at_ms``.
 
@@ -139,7 +143,7 @@ def _apply(
     raw: bytes,
     track: TableTrack,
     at_ms: int,
-    head: Head,
+    head: LedgerHead,
 ) -> Step:
     lseq = state.lseq + 1
     work = effects.Work.of(state, lseq, at_ms)
@@ -225,10 +229,10 @@ def _refuse(
     msg_id: str,
     code: str,
     reason: str,
-    head: Head,
+    head: LedgerHead,
 ) -> Step:
     reason = reason[:MAX_REASON]  # a result's reason is bounded (docs/link.md's schema)
-    event = Refused(table=table or "", seq=seq, code=code, reason=reason)
+    event = LinkRefused(table=table or "", seq=seq, code=code, reason=reason)
     if table is None:
         return Step(state, (event,), ())
     reply = Result(
@@ -249,7 +253,9 @@ def _refuse(
 # -- views --------------------------------------------------------------------------------
 
 
-def meter_view(params: lp.LinkParams, state: BookState, meter_id: str, head: Head) -> LinkedMeter:
+def meter_view(
+    params: lp.LinkParams, state: BookState, meter_id: str, head: LedgerHead
+) -> LinkedMeter:
     """The linked meter as the link publishes it (retained) after a step."""
     return LinkedMeter(
         link=params.link_id,
@@ -263,7 +269,7 @@ def meter_view(params: lp.LinkParams, state: BookState, meter_id: str, head: Hea
 
 
 def heartbeat(
-    params: lp.LinkParams, state: BookState, table: str, head: Head, at: str
+    params: lp.LinkParams, state: BookState, table: str, head: LedgerHead, at: str
 ) -> Heartbeat:
     """The link's heartbeat to one table: alive, and the next sequence it expects."""
     track = state.tables.get(table, TableTrack())

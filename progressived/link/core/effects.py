@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from math import floor
 
 from progressived.core.money import UNITS_PER_CENT, truncate_to_cent
+from progressived.core.params import AboveLimit, Policy
 from progressived.engine import accounts
 from progressived.engine.events import Posting
 from progressived.link.core import params as lp
@@ -122,7 +123,7 @@ def _post_share(spec: lp.MeterSpec, work: Work, units: int) -> None:
         excess = max(0, to_meter - max(0, spec.limit - work.get(accounts.meter(spec.id))))
     work.post(lp.linked_wagers(spec.id), -units)
     work.post(accounts.meter(spec.id), to_meter - excess)
-    if spec.above_limit is lp.AboveLimit.RESERVE:
+    if spec.above_limit is AboveLimit.RESERVE:
         work.post(accounts.reserve(spec.id), to_reserve + excess)
     else:
         work.post(accounts.reserve(spec.id), to_reserve)
@@ -202,7 +203,7 @@ def _new_claim(msg: Claim, group: int, order: int) -> ClaimState:
 
 def _open_group(link: lp.LinkParams, work: Work, msg: Claim) -> Group | None:
     """Split policy: the open group of this meter and hand inside the window, if any."""
-    if link.policy is not lp.ClaimPolicy.SPLIT:
+    if link.policy is not Policy.SPLIT:
         return None
     for group in sorted(work.groups.values(), key=lambda g: -g.id):
         if group.meter != msg.meter or group.final:

@@ -24,12 +24,13 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from progressived.core.params import AboveLimit, Policy
 from progressived.engine import accounts
 from progressived.engine.events import Posting
 from progressived.link.core import book
 from progressived.link.core import params as lp
-from progressived.link.core.messages import Head, encode, to_dict
-from progressived.link.core.state import Applied, BookState, Refused
+from progressived.link.core.messages import LedgerHead, encode, to_dict
+from progressived.link.core.state import Applied, BookState, LinkRefused
 
 LEDGER_KIND = "link"
 AT_OPEN_REASON = "the link was opened with parameters that differ from the last recorded ones"
@@ -71,7 +72,7 @@ def params_from_dict(data: Mapping[str, Any]) -> lp.LinkParams:
             rate=Fraction(m["rate"]),
             reserve_rate=Fraction(m["reserve_rate"]),
             limit=None if m["limit_units"] is None else int(m["limit_units"]),
-            above_limit=lp.AboveLimit(m["above_limit"]),
+            above_limit=AboveLimit(m["above_limit"]),
             wager_base=int(m["wager_base_units"]),
             hands={str(h): Fraction(s) for h, s in m["hands"].items()},
         )
@@ -81,7 +82,7 @@ def params_from_dict(data: Mapping[str, Any]) -> lp.LinkParams:
         link_id=str(data["link"]),
         meters=meters,
         tables=frozenset(str(t) for t in data["tables"]),
-        policy=lp.ClaimPolicy(data["policy"]),
+        policy=Policy(data["policy"]),
         split_window_ms=int(data["split_window_ms"]),
         keep_results=int(data["keep_results"]),
     )
@@ -176,7 +177,7 @@ def applied_text(event: Applied, at_ms: int) -> str:
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def refused(event: Refused) -> dict[str, Any]:
+def refused(event: LinkRefused) -> dict[str, Any]:
     return {"table": event.table, "seq": event.seq, "code": event.code, "reason": event.reason}
 
 
@@ -233,7 +234,7 @@ class Replay:
             canonical(data["message"]),
             topic_table=str(data["table"]),
             at_ms=int(data["at_ms"]),
-            head=Head(int(result["head"]["seq"]), str(result["head"]["hash"])),
+            head=LedgerHead(int(result["head"]["seq"]), str(result["head"]["hash"])),
         )
         events = [e for e in step.events if isinstance(e, Applied)]
         if len(events) != 1:

@@ -16,6 +16,9 @@ written -- an object's unknown keys before its fields, a list's length before it
 a table message's ``seq`` of 0 after everything else -- is the :class:`MessageError`,
 with its code and a reason naming the field. Nothing here does I/O; docs/link.md is the
 contract.
+
+Micro-benchmark: ``python -m bench.link_decode`` (each payload shape decoded, best of
+several runs; docs/performance.md, "Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -48,9 +51,9 @@ from progressived.link.core.models import (
     ClaimConfirm,
     ClaimReject,
     Contribution,
-    Head,
     Heartbeat,
     Hit,
+    LedgerHead,
     LinkedMeter,
     LinkMessage,
     MeterWagers,
@@ -62,8 +65,8 @@ from progressived.link.core.models import (
 __all__ = [
     "AWARD_STATES", "HASH_PATTERN", "ID_PATTERN", "LINK_TYPES", "MAX_COUNT", "MAX_ITEMS",
     "MAX_PAYLOAD", "MAX_REASON", "MAX_SEQ", "MAX_UNITS", "STATUSES", "TABLE_TYPES", "Award",
-    "AwardUpdate", "Claim", "ClaimConfirm", "ClaimReject", "Contribution", "Head", "Heartbeat",
-    "Hit", "LinkMessage", "LinkedMeter", "MessageError", "MeterWagers", "Result", "Reversal",
+    "AwardUpdate", "Claim", "ClaimConfirm", "ClaimReject", "Contribution", "Heartbeat", "Hit",
+    "LedgerHead", "LinkMessage", "LinkedMeter", "MessageError", "MeterWagers", "Result", "Reversal",
     "TableMessage", "build", "decode_link", "decode_table", "encode", "from_table_topic",
     "meter_topic", "table_of_topic", "to_dict", "to_table_topic",
 ]  # fmt: skip
@@ -147,6 +150,8 @@ def encode(message: object) -> bytes:
     """Canonical UTF-8 JSON (sorted keys, no spaces): equal messages give equal bytes."""
     if type(message) is Result:
         return _result_bytes(message)
+    if type(message) is Contribution:
+        return _contribution_bytes(message)
     return json.dumps(to_dict(message), sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -166,6 +171,21 @@ def _result_bytes(r: Result) -> bytes:
         f'"resend_from":{r.resend_from},"seq":{r.seq},"status":{_q(r.status)},'
         f'"table":{_q(r.table)},"type":"result"}}'
     ).encode()
+
+def _contribution_bytes(c: Contribution) -> bytes:
+    """``encode(c)`` written out: the book encodes every table message it receives (its
+    canonical bytes are journaled and their digest answers a repeat), and contributions are
+    nearly all of them (docs/performance.md, "The link"). The same bytes as the generic path
+    (tests/test_link_messages.py compares them)."""
+    wagers = ",".join(
+        f'{{"count":{w.count},"meter":{_q(w.meter)},"units":{w.units}}}' for w in c.wagers
+    )
+    return (
+        f'{{"at":{_q(c.at)},"head":{{"hash":{_q(c.head.hash)},"seq":{c.head.seq}}},'
+        f'"id":{_q(c.id)},"round":{c.round},"seq":{c.seq},"table":{_q(c.table)},'
+        f'"type":"contribution","wagers":[{wagers}]}}'
+    ).encode()
+
 
 # The wire decoder's codes as this protocol has always named them (docs/link.md, "Refusal
 # codes"): a payload that is not a JSON object is ``bad-json``, whatever the reason.

@@ -64,8 +64,9 @@ def _measured(value: object) -> object:
 
 
 @dataclass(frozen=True, slots=True, config=CONFIG)
-class Head:
-    """A ledger's head: the last journal row's sequence number and its chain hash."""
+class LedgerHead:
+    """A ledger's head as a link message carries it: the last journal row's sequence number
+    and its chain hash (a table's, which the link witnesses; or the link's own)."""
 
     seq: Position
     hash: Hash
@@ -94,7 +95,7 @@ class TableMessage:
     table: Id
     seq: Ordinal
     id: Id
-    head: Head
+    head: LedgerHead
     at: Stamp
 
 
@@ -176,7 +177,7 @@ class Result:
     reason: Reason
     resend_from: Position  # with status "resend": the next sequence the link expects; else 0
     lseq: Position  # link log position of the effect (0 when nothing was applied)
-    head: Head
+    head: LedgerHead
     awards: Awards = ()
 
 
@@ -188,7 +189,7 @@ class AwardUpdate:
     link: Id
     table: Id
     lseq: Position
-    head: Head
+    head: LedgerHead
     award: Award
 
 
@@ -201,7 +202,7 @@ class Heartbeat:
     table: Id
     expect: Ordinal
     lseq: Position
-    head: Head
+    head: LedgerHead
     at: Stamp
 
 
@@ -225,7 +226,7 @@ class LinkedMeter:
     units: Units
     epoch: Position  # rises at every claim and restore; a sign never shows an older (epoch, lseq)
     lseq: Position
-    head: Head
+    head: LedgerHead
     hit: Hit | None = None
 
 

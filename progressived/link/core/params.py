@@ -1,33 +1,19 @@
 """What a link controller holds: its linked meters, member tables and claim policy.
 
-Pure data (the configuration loader that builds it comes with the link controller). The
-enums repeat the values of :mod:`progressived.core.params` on purpose: that module imports the
-paytable loader, and the link book must stay free of I/O imports.
+Pure data (the configuration loader that builds it comes with the link controller). Where a
+meter goes above its limit and how several claims share a meter mean what they mean at a
+table: the enums are :mod:`progressived.core.params`'s (``AboveLimit``, ``Policy``).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from progressived.core.money import UNITS_PER_CENT
+from progressived.core.params import AboveLimit, Policy
 from progressived.engine import accounts
-
-
-class AboveLimit(enum.StrEnum):
-    """Where a contribution's meter share goes once the meter is at its limit."""
-
-    RESERVE = "reserve"
-    OVERFLOW = "overflow"
-
-
-class ClaimPolicy(enum.StrEnum):
-    """Several claims on one meter: each on the meter at its turn, or shared."""
-
-    SEQUENTIAL = "sequential"
-    SPLIT = "split"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +42,7 @@ class LinkParams:
     link_id: str
     meters: tuple[MeterSpec, ...]
     tables: frozenset[str]
-    policy: ClaimPolicy = ClaimPolicy.SEQUENTIAL
+    policy: Policy = Policy.SEQUENTIAL
     split_window_ms: int = 2_000
     keep_results: int = 256  # stored results per table (older repeats are refused)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from progressived.link.core.messages import Head
+from progressived.link.core.messages import LedgerHead
 from progressived.link.core.state import BookState, Step
 
 
@@ -17,13 +17,13 @@ class LinkJournal(Protocol):
     """The link ledger as the controller uses it (one writer, called from one thread)."""
 
     book: BookState  # the book as of the last committed transaction
-    head: Head  # the ledger's last committed (seq, hash)
+    head: LedgerHead  # the ledger's last committed (seq, hash)
 
     def commit(self, steps: Sequence[tuple[Step, int]]) -> None:
         """Journal a batch of book steps (step, receive time in ms) in ONE transaction.
 
         Each step's ``Applied`` events become ``link_applied`` rows (with their postings and
-        the table's new high-water mark), its ``Refused`` events ``link_refused`` rows; then
+        the table's new high-water mark), its ``LinkRefused`` events ``link_refused`` rows; then
         ``book`` is the last step's state and ``head`` the new head. Raises
         :class:`~progressived.ledger.LedgerUnavailable` on a disk, lock or connection error,
         leaving ``book`` and ``head`` as they were (after a lost connection the commit may

@@ -9,6 +9,11 @@ integer (the book holds no fractions; a float or a fraction is refused both ways
 round-trips exactly: ``loads(dumps(p, s)) == (p, s)``, with the order of the maps whose
 order matters kept (a table's reversible contributions, oldest first; its stored results,
 by sequence; claims and groups in the order the book made them).
+
+Written and read through the one strict snapshot codec
+(:mod:`progressived.core.snapshot_codec`), as the table's snapshots are: every value has its
+field's JSON type and an object with a key this code does not know is refused
+(:class:`SnapshotError`, naming the field).
 """
 
 from __future__ import annotations
@@ -17,8 +22,20 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
+from progressived.core.snapshot_codec import (
+    SnapshotError,
+    array,
+    boolean,
+    canonical,
+    fields,
+    integer,
+    mapping,
+    string,
+    tuple_of,
+)
+from progressived.core.snapshot_codec import parse as parse_snapshot
 from progressived.engine.events import Posting
-from progressived.link.core.messages import AWARD_STATES, Head, Hit, Result, build, encode
+from progressived.link.core.messages import AWARD_STATES, Hit, LedgerHead, Result, build, encode
 from progressived.link.core.models import AwardState
 from progressived.link.core.state import (
     BookState,
@@ -30,35 +47,26 @@ from progressived.link.core.state import (
     TableTrack,
 )
 
+__all__ = [
+    "EVERY",
+    "FORMAT",
+    "KIND",
+    "SnapshotError",
+    "balances_of",
+    "dumps",
+    "from_dict",
+    "loads",
+    "parse",
+    "to_dict",
+]
+
 FORMAT = 1
 KIND = "link"
 EVERY = 50_000  # rows: opening replays at most about this many after the latest snapshot
 
 
-class SnapshotError(ValueError):
-    """A snapshot that is not a link snapshot this code can read (the message says why)."""
-
-
-def _head(head: Head | None) -> dict[str, Any] | None:
+def _head(head: LedgerHead | None) -> dict[str, Any] | None:
     return None if head is None else {"hash": head.hash, "seq": head.seq}
-
-
-def _int(value: object) -> int:
-    if type(value) is not int:
-        raise SnapshotError(f"expected an integer, got {value!r}")
-    return value
-
-
-def _str(value: object) -> str:
-    if type(value) is not str:
-        raise SnapshotError(f"expected a string, got {value!r}")
-    return value
-
-
-def _bool(value: object) -> bool:
-    if type(value) is not bool:
-        raise SnapshotError(f"expected true or false, got {value!r}")
-    return value
 
 
 def _check_ints(values: Mapping[str, int], what: str) -> None:
@@ -77,8 +85,8 @@ def _table(track: TableTrack) -> str:
         f'[{seq},"{stored.digest.hex()}",{encode(stored.result).decode("ascii")}]'
         for seq, stored in track.results.items()
     )
-    head = json.dumps(_head(track.head), sort_keys=True, separators=(",", ":"))
-    return f'{{"head":{head},"hwm":{_int(track.hwm)},"results":[{results}]}}'
+    head = canonical(_head(track.head))
+    return f'{{"head":{head},"hwm":{integer(track.hwm, "hwm")},"results":[{results}]}}'
 
 
 def to_dict(recorded: Mapping[str, Any], state: BookState) -> dict[str, Any]:
@@ -89,11 +97,16 @@ def to_dict(recorded: Mapping[str, Any], state: BookState) -> dict[str, Any]:
         "format": FORMAT,
         "kind": KIND,
         "parameters": dict(recorded),
-        "lseq": _int(state.lseq),
+        "lseq": integer(state.lseq, "lseq"),
         "balances": {a: state.balances[a] for a in sorted(state.balances)},
         "epochs": {m: state.epochs[m] for m in sorted(state.epochs)},
         "hits": {
-            m: {"hand": h.hand, "seat": h.seat, "table": h.table, "units": _int(h.units)}
+            m: {
+                "hand": h.hand,
+                "seat": h.seat,
+                "table": h.table,
+                "units": integer(h.units, "hits[].units"),
+            }
             for m, h in sorted(state.hits.items())
         },
         "claims": [
@@ -104,7 +117,7 @@ def to_dict(recorded: Mapping[str, Any], state: BookState) -> dict[str, Any]:
                 "hand": c.hand,
                 "seat": c.seat,
                 "group": c.group,
-                "units": _int(c.units),
+                "units": integer(c.units, "claims[].units"),
                 "order": c.order,
                 "state": c.state,
             }
@@ -115,18 +128,23 @@ def to_dict(recorded: Mapping[str, Any], state: BookState) -> dict[str, Any]:
                 "id": g.id,
                 "meter": g.meter,
                 "hand": g.hand,
-                "total": _int(g.total),
+                "total": integer(g.total, "groups[].total"),
                 "opened_ms": g.opened_ms,
                 "members": [list(k) for k in g.members],
-                "reset_reserve": _int(g.reset_reserve),
-                "reset_seed": _int(g.reset_seed),
+                "reset_reserve": integer(g.reset_reserve, "groups[].reset_reserve"),
+                "reset_seed": integer(g.reset_seed, "groups[].reset_seed"),
                 "final": g.final,
             }
             for g in state.groups.values()
         ],
         "contributions": {
             table: [
-                [msg_id, c.round, [[p.account, _int(p.units)] for p in c.postings], c.reversed]
+                [
+                    msg_id,
+                    c.round,
+                    [[p.account, integer(p.units, "postings")] for p in c.postings],
+                    c.reversed,
+                ]
                 for msg_id, c in done.items()
             ]
             for table, done in sorted(state.contributions.items())
@@ -134,12 +152,9 @@ def to_dict(recorded: Mapping[str, Any], state: BookState) -> dict[str, Any]:
     }
 
 
-_DUMPS = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-
-
 def dumps(recorded: Mapping[str, Any], state: BookState) -> str:
     """Canonical JSON text of the book after a row and the parameters recorded by then."""
-    body = _DUMPS(to_dict(recorded, state))
+    body = canonical(to_dict(recorded, state))
     tables = ",".join(f"{json.dumps(t)}:{_table(state.tables[t])}" for t in sorted(state.tables))
     # "tables" sorts after every other key, so it goes just before the closing brace and
     # the whole text stays sorted (tests/test_link_snapshots.py checks it against dumps).
@@ -148,134 +163,148 @@ def dumps(recorded: Mapping[str, Any], state: BookState) -> str:
 
 # -- reading ------------------------------------------------------------------------------
 
-
-def _no_float(text: str) -> object:
-    raise SnapshotError(f"{text} is not an integer: a snapshot holds integers only")
-
-
-def _no_constant(text: str) -> object:
-    raise SnapshotError(f"{text} is not a JSON number")
+_KEYS = (
+    "format", "kind", "parameters", "lseq", "balances", "epochs", "hits", "claims", "groups",
+    "contributions", "tables",
+)  # fmt: skip
+_TRACK = ("head", "hwm", "results")
+_HEAD = ("hash", "seq")
+_HIT = ("hand", "seat", "table", "units")
+_CLAIM = ("table", "claim", "meter", "hand", "seat", "group", "units", "order", "state")
+_GROUP = (
+    "id", "meter", "hand", "total", "opened_ms", "members", "reset_reserve", "reset_seed", "final",
+)  # fmt: skip
 
 
 def parse(text: str) -> dict[str, Any]:
     """The snapshot's JSON object (:class:`SnapshotError` if it is not a link snapshot)."""
-    try:
-        data = json.loads(text, parse_float=_no_float, parse_constant=_no_constant)
-    except SnapshotError:
-        raise
-    except ValueError as exc:
-        raise SnapshotError(f"not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SnapshotError("a snapshot is a JSON object")
-    if data.get("kind") != KIND or data.get("format") != FORMAT:
-        raise SnapshotError(
-            f"not a link snapshot of format {FORMAT} "
-            f"(kind {data.get('kind')!r}, format {data.get('format')!r})"
-        )
-    return data
+    return parse_snapshot(text, format=FORMAT, kind=KIND)
 
 
-def _result(data: Mapping[str, Any]) -> Result:
+def _result(data: object) -> Result:
     """A stored result, validated as the message it is (a fault is a ``MessageError``, a
     ``ValueError``: :func:`from_dict` reports it as a snapshot that cannot be read)."""
-    if data.get("type") != "result":
-        raise SnapshotError(f"a stored result of type {data.get('type')!r}")
-    return build(Result, {k: v for k, v in data.items() if k != "type"})
+    result = mapping(data, "tables[].results[].result")
+    if result.get("type") != "result":
+        raise SnapshotError(f"a stored result of type {result.get('type')!r}")
+    return build(Result, {k: v for k, v in result.items() if k != "type"})
 
 
 def _award_state(value: object) -> AwardState:
     if value not in AWARD_STATES:
-        raise SnapshotError(f"a claim's state {value!r}")
+        raise SnapshotError(f"claims[].state: not a claim's state: {value!r}")
     return cast(AwardState, value)
 
 
-def _track(data: Mapping[str, Any]) -> TableTrack:
-    head = data["head"]
+def _track(value: object) -> TableTrack:
+    data = fields(value, "tables[]", _TRACK)
     results: dict[int, Stored] = {}
-    for seq, digest, result in data["results"]:
-        raw = bytes.fromhex(_str(digest))
+    for entry in array(data["results"], "tables[].results"):
+        seq, digest, result = tuple_of(entry, "tables[].results[]", 3)
+        raw = bytes.fromhex(string(digest, "tables[].results[].digest"))
         if len(raw) != 32:
             raise SnapshotError(f"result {seq}: a digest of {len(raw)} bytes")
-        results[_int(seq)] = Stored(raw, _result(result))
-    return TableTrack(
-        _int(data["hwm"]),
-        None if head is None else Head(_int(head["seq"]), _str(head["hash"])),
-        results,
-    )
+        results[integer(seq, "tables[].results[].seq")] = Stored(raw, _result(result))
+    head = data["head"]
+    if head is not None:
+        h = fields(head, "tables[].head", _HEAD)
+        head = LedgerHead(
+            integer(h["seq"], "tables[].head.seq"), string(h["hash"], "tables[].head.hash")
+        )
+    return TableTrack(integer(data["hwm"], "tables[].hwm"), head, results)
 
 
-def _claim(c: Mapping[str, Any]) -> tuple[ClaimKey, ClaimState]:
+def _claim(value: object) -> tuple[ClaimKey, ClaimState]:
+    c = fields(value, "claims[]", _CLAIM)
     claim = ClaimState(
-        table=_str(c["table"]),
-        claim=_str(c["claim"]),
-        meter=_str(c["meter"]),
-        hand=_str(c["hand"]),
-        seat=_int(c["seat"]),
-        group=_int(c["group"]),
-        units=_int(c["units"]),
-        order=_int(c["order"]),
+        table=string(c["table"], "claims[].table"),
+        claim=string(c["claim"], "claims[].claim"),
+        meter=string(c["meter"], "claims[].meter"),
+        hand=string(c["hand"], "claims[].hand"),
+        seat=integer(c["seat"], "claims[].seat"),
+        group=integer(c["group"], "claims[].group"),
+        units=integer(c["units"], "claims[].units"),
+        order=integer(c["order"], "claims[].order"),
         state=_award_state(c["state"]),
     )
     return (claim.table, claim.claim), claim
 
 
-def _group(g: Mapping[str, Any]) -> Group:
+def _member(value: object) -> ClaimKey:
+    table, claim = tuple_of(value, "groups[].members[]", 2)
+    return string(table, "groups[].members[].table"), string(claim, "groups[].members[].claim")
+
+
+def _group(value: object) -> Group:
+    g = fields(value, "groups[]", _GROUP)
     return Group(
-        id=_int(g["id"]),
-        meter=_str(g["meter"]),
-        hand=_str(g["hand"]),
-        total=_int(g["total"]),
-        opened_ms=_int(g["opened_ms"]),
-        members=tuple((_str(t), _str(c)) for t, c in g["members"]),
-        reset_reserve=_int(g["reset_reserve"]),
-        reset_seed=_int(g["reset_seed"]),
-        final=_bool(g["final"]),
+        id=integer(g["id"], "groups[].id"),
+        meter=string(g["meter"], "groups[].meter"),
+        hand=string(g["hand"], "groups[].hand"),
+        total=integer(g["total"], "groups[].total"),
+        opened_ms=integer(g["opened_ms"], "groups[].opened_ms"),
+        members=tuple(_member(m) for m in array(g["members"], "groups[].members")),
+        reset_reserve=integer(g["reset_reserve"], "groups[].reset_reserve"),
+        reset_seed=integer(g["reset_seed"], "groups[].reset_seed"),
+        final=boolean(g["final"], "groups[].final"),
     )
 
 
-def _contributed(entry: list[Any]) -> tuple[str, Contributed]:
-    msg_id, round_no, postings, reversed_ = entry
-    return _str(msg_id), Contributed(
-        _int(round_no),
-        tuple(Posting(_str(a), _int(u)) for a, u in postings),
-        _bool(reversed_),
+def _posting(value: object) -> Posting:
+    account, units = tuple_of(value, "contributions[].postings[]", 2)
+    return Posting(
+        string(account, "contributions[].postings[].account"),
+        integer(units, "contributions[].postings[].units"),
     )
+
+
+def _contributed(entry: object) -> tuple[str, Contributed]:
+    msg_id, round_no, postings, reversed_ = tuple_of(entry, "contributions[]", 4)
+    return string(msg_id, "contributions[].id"), Contributed(
+        integer(round_no, "contributions[].round"),
+        tuple(_posting(p) for p in array(postings, "contributions[].postings")),
+        boolean(reversed_, "contributions[].reversed"),
+    )
+
+
+def _hit(value: object) -> Hit:
+    h = fields(value, "hits[]", _HIT)
+    return Hit(
+        table=string(h["table"], "hits[].table"),
+        seat=integer(h["seat"], "hits[].seat"),
+        hand=string(h["hand"], "hits[].hand"),
+        units=integer(h["units"], "hits[].units"),
+    )
+
+
+def _units(value: object, where: str) -> dict[str, int]:
+    return {k: integer(v, f"{where}[{k!r}]") for k, v in mapping(value, where).items()}
 
 
 def from_dict(data: Mapping[str, Any]) -> tuple[dict[str, Any], BookState]:
-    """The recorded parameters and the book :func:`dumps` wrote."""
+    """The recorded parameters and the book :func:`dumps` wrote (:class:`SnapshotError`,
+    naming the field, if a value is not of its field's type or a key is unknown)."""
+    d = fields(data, "snapshot", _KEYS)
     try:
-        claims = dict(_claim(c) for c in data["claims"])
-        groups = {g.id: g for g in (_group(g) for g in data["groups"])}
+        groups = {g.id: g for g in (_group(g) for g in array(d["groups"], "groups"))}
         state = BookState(
-            lseq=_int(data["lseq"]),
-            balances={_str(a): _int(u) for a, u in data["balances"].items()},
-            tables={_str(t): _track(v) for t, v in data["tables"].items()},
-            claims=claims,
+            lseq=integer(d["lseq"], "lseq"),
+            balances=_units(d["balances"], "balances"),
+            tables={t: _track(v) for t, v in mapping(d["tables"], "tables").items()},
+            claims=dict(_claim(c) for c in array(d["claims"], "claims")),
             groups=groups,
             contributions={
-                _str(t): dict(_contributed(e) for e in done)
-                for t, done in data["contributions"].items()
+                t: dict(_contributed(e) for e in array(done, "contributions[]"))
+                for t, done in mapping(d["contributions"], "contributions").items()
             },
-            epochs={_str(m): _int(e) for m, e in data["epochs"].items()},
-            hits={
-                _str(m): Hit(
-                    table=_str(h["table"]),
-                    seat=_int(h["seat"]),
-                    hand=_str(h["hand"]),
-                    units=_int(h["units"]),
-                )
-                for m, h in data["hits"].items()
-            },
+            epochs=_units(d["epochs"], "epochs"),
+            hits={m: _hit(h) for m, h in mapping(d["hits"], "hits").items()},
         )
-        recorded = data["parameters"]
-        if not isinstance(recorded, dict):
-            raise SnapshotError("parameters: expected an object")
     except SnapshotError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SnapshotError(f"cannot be read: {exc!r}") from None
-    return recorded, state
+    except ValueError as exc:  # a stored result that is not a valid message, a bad digest
+        raise SnapshotError(f"cannot be read: {exc}") from None
+    return mapping(d["parameters"], "parameters"), state
 
 
 def loads(text: str) -> tuple[dict[str, Any], BookState]:
@@ -286,8 +315,4 @@ def loads(text: str) -> tuple[dict[str, Any], BookState]:
 def balances_of(text: str) -> dict[str, int]:
     """Only the balances (``ledger verify``'s check of the latest snapshot against the
     postings up to its row)."""
-    try:
-        balances = parse(text)["balances"]
-        return {_str(a): _int(u) for a, u in balances.items()}
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise SnapshotError(f"cannot be read: {exc!r}") from None
+    return _units(fields(parse(text), "snapshot", _KEYS)["balances"], "balances")

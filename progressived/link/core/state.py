@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from progressived.engine.events import Posting
-from progressived.link.core.messages import Award, AwardUpdate, Head, Hit, Result
+from progressived.link.core.messages import Award, AwardUpdate, Hit, LedgerHead, Result
 from progressived.link.core.models import AwardState
 
 Postings = tuple[Posting, ...]
@@ -33,7 +33,7 @@ class TableTrack:
     """Per table: the high-water mark, the last witnessed ledger head, recent results."""
 
     hwm: int = 0
-    head: Head | None = None
+    head: LedgerHead | None = None
     results: Mapping[int, Stored] = field(default_factory=dict)
 
 
@@ -116,15 +116,17 @@ class Applied:
     table: str
     seq: int
     id: str
-    head: Head  # the table ledger head it carried: the link witnesses it
+    head: LedgerHead  # the table ledger head it carried: the link witnesses it
     message: bytes
     postings: Postings
     result: Result
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Refused:
-    """A message refused without consuming a sequence: nothing changed."""
+class LinkRefused:
+    """A message the link refused without consuming a sequence: nothing changed (the
+    ``link_refused`` event; a refusal that consumed one is an :class:`Applied` whose
+    result is refused)."""
 
     kind = "link_refused"
     table: str
@@ -133,7 +135,7 @@ class Refused:
     reason: str
 
 
-LinkEvent = Applied | Refused
+LinkEvent = Applied | LinkRefused
 
 
 @dataclass(frozen=True, slots=True)

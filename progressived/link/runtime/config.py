@@ -20,7 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from progressived.config.daemon import (
     ControlSection,
@@ -36,34 +36,32 @@ from progressived.config.paytables import Paytable, PaytableError, find_paytable
 from progressived.config.site import SiteSection
 from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.core.money import MoneyError, dollars, rate
+from progressived.core.params import AboveLimit, Policy
 from progressived.ledger.errors import LedgerUnavailable
 from progressived.link.core import params as lp
 from progressived.mqtt.config import MqttSection
+from progressived.runtime.config_files import PasswordFileError, StrictModel, read_password_file
 from progressived.storage.location import has_password, is_url
 
 Amount = Decimal | int | str
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LinkMeterSection(_Strict):
+class LinkMeterSection(StrictModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     paytable: str
     rate: Amount
     reserve_rate: Amount = Decimal(0)
     seed: Amount | None = None
     limit: Amount | None = None
-    above_limit: lp.AboveLimit = lp.AboveLimit.RESERVE
+    above_limit: AboveLimit = AboveLimit.RESERVE
     wager: Amount | None = None
 
 
-class LinkSection(_Strict):
+class LinkDefinitionSection(StrictModel):
     id: str = Field(pattern=_ID)
     tables: list[str] = Field(min_length=1)
-    policy: lp.ClaimPolicy = lp.ClaimPolicy.SEQUENTIAL
+    policy: Policy = Policy.SEQUENTIAL
     split_window_ms: int = Field(default=2000, ge=0, le=600_000)
     heartbeat_s: float = Field(default=1.0, gt=0, le=60)
     keep_results: int = Field(default=256, ge=1, le=1_000_000)
@@ -120,24 +118,22 @@ class LinkLedgerSection(LedgerSection):
         return self.path if self.url is None else self.url
 
     def password(self) -> str | None:
-        """The database password from ``password_file`` (first line), if one is named."""
+        """The database password from ``password_file`` (docs/configuration.md, "Password
+        files"), if one is named."""
         if self.password_file is None:
             return None
         try:
-            lines = self.password_file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LedgerUnavailable(
-                f"ledger.password_file: cannot read {self.password_file}: {exc}"
-            ) from None
-        return lines[0].strip() if lines else ""
+            return read_password_file(self.password_file)
+        except PasswordFileError as exc:
+            raise LedgerUnavailable(f"ledger.password_file: {exc}") from None
 
 
 class LinkControlSection(ControlSection):
     socket: Path = Path("/run/progressived-link/control.sock")
 
 
-class _LinkModel(_Strict):
-    link: LinkSection
+class _LinkModel(StrictModel):
+    link: LinkDefinitionSection
     mqtt: MqttSection = Field(default_factory=MqttSection)
     ledger: LinkLedgerSection = Field(default_factory=LinkLedgerSection)
     metrics: LinkMetricsSection = Field(default_factory=LinkMetricsSection)

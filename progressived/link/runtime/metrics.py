@@ -1,15 +1,18 @@
 """Prometheus metrics of the link controller (all labelled ``link``).
 
-Meter amounts are read from the committed book at scrape time and exported in whole cents
-(a display of the ledger, never the ledger); message counts, batch sizes and commit latency
-are counted as the controller works. Which controller serves (active or standby, since
-when, the lease's holder, token and expiry) is read from its
-:class:`~progressived.link.runtime.leadership.Leadership` at scrape time; a standby has no
-book, so it exports no meter, table or ``lseq`` gauge.
+Message counts, batch sizes and commit latency are counted as the controller works. The
+rest is read at scrape time, on the endpoint's thread, from the controller's latest
+:class:`~progressived.link.runtime.snapshot.ControllerSnapshot` and nothing else (the event
+loop replaces it whole; it never changes under a scrape): meter amounts from the committed
+book, exported in whole cents (a display of the ledger, never the ledger); which controller
+serves (active or standby, since when, the lease's holder, token and expiry); the health
+gauges and each table's share. A standby has no book, so it exports no meter, table or
+``lseq`` gauge.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -18,52 +21,56 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from progressived.core.money import cents
-from progressived.engine import accounts
-from progressived.link.core import params as lp
-from progressived.link.core.state import BookState
-from progressived.link.runtime.leadership import Leadership
+from progressived.link.runtime import views
+from progressived.link.runtime.leadership import LeaseView
+from progressived.link.runtime.snapshot import BookFigures, ControllerSnapshot, MeterFigures
+from progressived.link.runtime.traffic import OUTCOMES
 from progressived.runtime.metrics import LATENCY_BUCKETS, Endpoint
 
 BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
-OUTCOMES = ("applied", "refused", "resend", "duplicate")
+Source = Callable[[], ControllerSnapshot]  # the latest published snapshot
+_METERS: tuple[tuple[str, str, Callable[[MeterFigures], int]], ...] = (
+    ("meter_display", "The linked meter (truncated to the cent).", lambda m: m.units),
+    ("meter_reserve", "The linked meter's reserve.", lambda m: m.reserve),
+    ("meter_overflow", "Contributions above the limit.", lambda m: m.overflow),
+    ("meter_pending", "Claims priced, awaiting the supervisor.", lambda m: m.pending),
+    ("meter_paid", "Claims confirmed paid.", lambda m: m.paid),
+)
 
 
 class _Scrape(Collector):
     def __init__(
         self,
-        params: lp.LinkParams,
-        book: Callable[[], BookState | None],
-        health: Callable[[], Mapping[str, float]],
-        leadership: Leadership | None = None,
+        link: str,
+        snapshot: Source,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.params = params
-        self.book = book
-        self.health = health
-        self.leadership = leadership
+        self.link = link
+        self.snapshot = snapshot
+        self.monotonic = monotonic
 
     def collect(self) -> Iterable[Any]:
-        state = self.book()
-        if state is not None:  # a standby holds no book: the active controller's is news
-            yield from self._book(state)
-        if self.leadership is not None:
-            yield from self._lease(self.leadership)
-        link = self.params.link_id
-        for name, value in self.health().items():
+        s = self.snapshot()  # one snapshot for the whole scrape
+        if s.book is not None:  # a standby holds no book: the active controller's is news
+            yield from self._book(s.book)
+        yield from self._lease(s.lease)
+        link = self.link
+        for name, value in views.health(s, self.monotonic()).items():
             gauge = GaugeMetricFamily(
                 f"progressive_link_{name}", name.replace("_", " "), labels=["link"]
             )
             gauge.add_metric([link], value)
             yield gauge
 
-    def _lease(self, lead: Leadership) -> Iterable[Any]:
+    def _lease(self, lead: LeaseView) -> Iterable[Any]:
         """Which controller serves: this one's role and since when, the lease as seen."""
-        link = self.params.link_id
+        link = self.link
         since = GaugeMetricFamily(
             "progressive_link_role_since_seconds",
             "When this controller became active or standby (seconds since the epoch).",
             labels=["link", "role"],
         )
-        since.add_metric([link, lead.role], lead.since)
+        since.add_metric([link, lead.role.value], lead.since)
         yield since
         changes = GaugeMetricFamily(
             "progressive_link_role_changes",
@@ -91,40 +98,33 @@ class _Scrape(Collector):
         expiry.add_metric([link], lead.expires_at or 0.0)
         yield expiry
 
-    def _book(self, state: BookState) -> Iterable[Any]:
-        link = self.params.link_id
-        for name, doc, account in (
-            ("meter_display", "The linked meter (truncated to the cent).", accounts.meter),
-            ("meter_reserve", "The linked meter's reserve.", accounts.reserve),
-            ("meter_overflow", "Contributions above the limit.", accounts.overflow),
-            ("meter_pending", "Claims priced, awaiting the supervisor.", accounts.pending),
-            ("meter_paid", "Claims confirmed paid.", accounts.paid_attendant),
-        ):
+    def _book(self, book: BookFigures) -> Iterable[Any]:
+        link = self.link
+        for name, doc, units in _METERS:
             family = GaugeMetricFamily(
                 f"progressive_link_{name}_cents", doc, labels=["link", "meter"]
             )
-            for spec in self.params.meters:
-                family.add_metric([link, spec.id], cents(state.balances.get(account(spec.id), 0)))
+            for meter_id, figures in book.meters.items():
+                family.add_metric([link, meter_id], cents(units(figures)))
             yield family
         epoch = GaugeMetricFamily(
             "progressive_link_meter_epoch", "Claims and restores so far.", labels=["link", "meter"]
         )
-        for spec in self.params.meters:
-            epoch.add_metric([link, spec.id], state.epochs.get(spec.id, 0))
+        for meter_id, figures in book.meters.items():
+            epoch.add_metric([link, meter_id], figures.epoch)
         yield epoch
         hwm = GaugeMetricFamily(
             "progressive_link_table_hwm",
             "Per member table: the last sequence applied.",
             labels=["link", "table"],
         )
-        for table in sorted(self.params.tables):
-            track = state.tables.get(table)
-            hwm.add_metric([link, table], 0 if track is None else track.hwm)
+        for table, seq in book.hwm.items():
+            hwm.add_metric([link, table], seq)
         yield hwm
         lseq = GaugeMetricFamily(
             "progressive_link_lseq", "The link's log position.", labels=["link"]
         )
-        lseq.add_metric([link], state.lseq)
+        lseq.add_metric([link], book.lseq)
         yield lseq
 
 
@@ -132,11 +132,11 @@ class _Fairness(Collector):
     """Each table's share, read at scrape time from :func:`views.fairness`'s dict: inbox
     drops, refusals by code, answers held back (docs/link.md, "Fair share")."""
 
-    def __init__(self, link: str, fairness: Callable[[], Mapping[str, Any]]) -> None:
-        self.link, self.fairness = link, fairness
+    def __init__(self, link: str, snapshot: Source) -> None:
+        self.link, self.snapshot = link, snapshot
 
     def collect(self) -> Iterable[Any]:
-        now = self.fairness()
+        now = views.fairness(self.snapshot())
         dropped = CounterMetricFamily(
             "progressive_link_inbox_dropped",
             "Messages dropped because their table's inbox lane was full (its outbox sends "
@@ -168,15 +168,8 @@ class _Fairness(Collector):
 class LinkMetrics(Endpoint):
     """The registry, the counters the controller updates, and the HTTP endpoint."""
 
-    def __init__(
-        self,
-        params: lp.LinkParams,
-        book: Callable[[], BookState | None],
-        health: Callable[[], Mapping[str, float]],
-        leadership: Leadership | None = None,
-        fairness: Callable[[], Mapping[str, Any]] | None = None,
-    ) -> None:
-        self.link = params.link_id
+    def __init__(self, link: str, snapshot: Source) -> None:
+        self.link = link
         self.registry = CollectorRegistry(auto_describe=True)
         self.messages = Counter(
             "progressive_link_messages",
@@ -207,9 +200,8 @@ class LinkMetrics(Endpoint):
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.registry.register(_Scrape(params, book, health, leadership))
-        if fairness is not None:
-            self.registry.register(_Fairness(self.link, fairness))
+        self.registry.register(_Scrape(self.link, snapshot))
+        self.registry.register(_Fairness(self.link, snapshot))
 
     def count(self, counts: Mapping[str, int]) -> None:
         for outcome, n in counts.items():

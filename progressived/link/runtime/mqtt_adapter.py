@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 import aiomqtt
 import structlog
 
-from progressived.link.core.batch import Incoming, Outgoing
+from progressived.link.core.batch import Incoming, Publication
 from progressived.link.runtime.inbox import FairInbox
 from progressived.mqtt.config import MqttSection
 from progressived.mqtt.session import MqttSession
@@ -84,8 +84,8 @@ class LinkMqtt:
         self._clock_ms = clock_ms
         self._last_ms = 0
         self._route: dict[str, MqttSession] = {}  # table -> the broker it was last heard on
-        self._outbox: asyncio.Queue[tuple[Sequence[Outgoing], bool]] = asyncio.Queue()
-        self._urgent: asyncio.Queue[tuple[Sequence[Outgoing], bool]] = asyncio.Queue()
+        self._outbox: asyncio.Queue[tuple[Sequence[Publication], bool]] = asyncio.Queue()
+        self._urgent: asyncio.Queue[tuple[Sequence[Publication], bool]] = asyncio.Queue()
         self._inflight = 0  # publishes handed to the clients, not yet acknowledged
         self._room = asyncio.Event()
         self.sessions: list[MqttSession] = []
@@ -137,7 +137,7 @@ class LinkMqtt:
         ]
 
     def send(
-        self, messages: Sequence[Outgoing], *, everywhere: bool = False, urgent: bool = False
+        self, messages: Sequence[Publication], *, everywhere: bool = False, urgent: bool = False
     ) -> None:
         """Queue messages to publish, in order, after everything queued before them (of
         their lane: ``urgent`` ones, the heartbeats, go before any other): replies to their
@@ -179,7 +179,7 @@ class LinkMqtt:
         if self.inbox.offer(table, Incoming(topic, raw, self._last_ms)) and table in self.tables:
             self._route[table] = session  # members only: no name made up costs memory
 
-    def _targets(self, message: Outgoing, everywhere: bool) -> list[MqttSession]:
+    def _targets(self, message: Publication, everywhere: bool) -> list[MqttSession]:
         live = [s for s in self.sessions if s.connected]
         if everywhere or message.retain or not message.topic.startswith(self._to):
             return live
@@ -208,20 +208,26 @@ class LinkMqtt:
             task.add_done_callback(pending.discard)
             await asyncio.sleep(0)  # let it hand its messages to the client before the next
 
-    async def _publish(self, sends: Sequence[tuple[MqttSession, Outgoing]]) -> None:
+    async def _publish(self, sends: Sequence[tuple[MqttSession, Publication]]) -> None:
+        """A batch's messages, each connection's in order, their PUBACKs awaited together
+        per connection (one wait for the batch, not a task per message: the link answers
+        hundreds a batch)."""
+        per: dict[MqttSession, list[tuple[str, bytes, bool]]] = {}
+        for session, m in sends:
+            per.setdefault(session, []).append((m.topic, m.payload, m.retain))
         try:
             results = await asyncio.gather(
-                *(s.publish(m.topic, m.payload, retain=m.retain) for s, m in sends),
+                *(session.publish_all(batch) for session, batch in per.items()),
                 return_exceptions=True,
             )
         finally:
             self._inflight -= len(sends)
             self._room.set()
-        accepted = sum(r is True for r in results)
+        accepted = sum(sum(r) for r in results if isinstance(r, list))
         self.published += accepted
         self.dropped += len(sends) - accepted
         failed = [r for r in results if isinstance(r, aiomqtt.MqttError)]
-        if failed and not any(s.stopping for s, _ in sends):  # a clean stop says nothing
+        if failed and not any(s.stopping for s in per):  # a clean stop says nothing
             log.warning("publish failed (the tables will ask again)", error=str(failed[0]))
         for r in results:
             if isinstance(r, BaseException) and not isinstance(r, aiomqtt.MqttError):

@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from progressived.link.core.batch import Outcome, Outgoing
+from progressived.link.core.batch import Outcome, Publication
 from progressived.link.runtime.ratelimit import RateLimitedLog
 
 NOT_A_MEMBER = "(not a member)"  # the table label of every account not in [link] tables
@@ -74,12 +74,12 @@ class Refusals:
                 reason=a.result.reason,
             )
 
-    def answers(self, replies: list[Outgoing]) -> list[Outgoing]:
+    def answers(self, replies: list[Publication]) -> list[Publication]:
         """``replies`` without the refusal answers over their table's budget (in order)."""
         if not any(r.non_final_to for r in replies):
             return replies
         now = self.clock()
-        kept: list[Outgoing] = []
+        kept: list[Publication] = []
         for reply in replies:
             if reply.non_final_to and not self._spend(self.label(reply.non_final_to), now):
                 self.answers_dropped[self.label(reply.non_final_to)] += 1

@@ -21,6 +21,10 @@ finds the new primary) and, if the store moved on, rebuilds the book from it. Th
 either is in the rebuilt book (its messages are then repeats, answered from the stored
 results) or is not (they are applied anew): the controller answers nothing in between, so
 "replies only after commit" holds across a failover.
+
+Micro-benchmark: ``python -m bench.link_ledger [--sqlite]`` (:meth:`LinkLedger.commit` in
+PostgreSQL, or SQLite, against bare inserts of the rows it wrote; docs/performance.md,
+"Micro-benchmarks").
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from progressived.ledger.readonly import connect_untouched
 from progressived.ledger.rows import Record, nonzero
 from progressived.link.core import book, journal, snapshot
 from progressived.link.core import params as lp
-from progressived.link.core.messages import Head
+from progressived.link.core.messages import LedgerHead
 from progressived.link.core.state import BookState, Step
 from progressived.link.store.opening import check_meta, open_store
 from progressived.link.store.recovery import NEVER, Recovery, recover
@@ -79,7 +83,7 @@ class LinkLedger:
         self._stale = False
         self._balances: dict[str, int] = {}
         self.book = BookState()
-        self.head = Head(0, chain.GENESIS)
+        self.head = LedgerHead(0, chain.GENESIS)
         self._recorded: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ creating, opening
@@ -303,10 +307,10 @@ class LinkLedger:
         if not rows:
             self.book = state
             return
-        head = plan.Head(self.head.seq, self.head.hash, self._balances)
+        head = plan.CommittedHead(self.head.seq, self.head.hash, self._balances)
         try:
             planned = plan.plan(rows, head, {}, table_id=self.params.link_id, snapshot_every=NEVER)
-        except plan.Refused as exc:
+        except plan.AppendRefused as exc:
             raise LedgerError(f"ledger {self.where}: refused: {exc}") from None
         if any(r.duplicate for r in planned.results):
             raise LedgerError(f"ledger {self.where}: a table sequence twice in one batch")
@@ -330,7 +334,7 @@ class LinkLedger:
             self._stale = True  # the commit may have reached the store after all
             raise
         self._balances = dict(planned.head.balances)
-        self.head = Head(planned.head.seq, planned.head.hash)
+        self.head = LedgerHead(planned.head.seq, planned.head.hash)
         self.book = state
         self._since_snapshot = since
 

@@ -21,7 +21,7 @@ from progressived.ledger import chain
 from progressived.ledger.errors import LedgerMismatch, LedgerMissing
 from progressived.ledger.rows import nonzero
 from progressived.link.core import journal, snapshot
-from progressived.link.core.messages import Head
+from progressived.link.core.messages import LedgerHead
 from progressived.link.core.state import BookState
 from progressived.storage.port import LedgerStore
 
@@ -49,7 +49,7 @@ class Recovered:
     """The book rebuilt from the store, and what the ledger keeps beside it."""
 
     book: BookState
-    head: Head
+    head: LedgerHead
     balances: dict[str, int]  # the store's balances table (checked against the book's)
     recorded: dict[str, Any]  # the parameters as last journaled
     since_snapshot: int  # rows after the snapshot used (all rows when none)
@@ -164,7 +164,7 @@ def _replay(
         )
     return Recovered(
         book=replay.state,
-        head=Head(walk.seq, walk.hash),
+        head=LedgerHead(walk.seq, walk.hash),
         balances=table,
         recorded=replay.recorded or {},
         since_snapshot=walk.seq - since,

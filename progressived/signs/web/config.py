@@ -15,16 +15,23 @@ background it is drawn on: a sign is read from across the pit.
 from __future__ import annotations
 
 import re
-import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from progressived.config.paytables import Paytable, PaytableError, load_paytable, paytable_dir
 from progressived.core.money import UNITS_PER_CENT, MoneyError, dollars
-from progressived.signs.web.look import MIN_CONTRAST, Colours, SignConfig, SourceLook, contrast
+from progressived.runtime.config_files import StrictModel, read_toml
+from progressived.signs.web.look import (
+    MIN_CONTRAST,
+    Colours,
+    SignConfig,
+    SourceKind,
+    SourceLook,
+    contrast,
+)
 
 LOGO_BYTES = 1024 * 1024  # a logo is read once at start and served from memory
 LOGO_TYPES = {
@@ -51,11 +58,9 @@ def _shown(value: str | None, longest: int) -> str | None:
     return text
 
 
-class ColoursSection(BaseModel):
+class ColoursSection(StrictModel):
     """``[sign.colours]``: every colour ``#rrggbb``; text colours keep 7:1 on their ground
     (the defaults are :class:`Colours`'s)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     background: str = Colours.background
     text: str = Colours.text
@@ -91,10 +96,8 @@ class ColoursSection(BaseModel):
         return self
 
 
-class SourceSection(BaseModel):
+class SourceSection(StrictModel):
     """One ``[[sign.tables]]`` or ``[[sign.links]]`` entry: how the sign presents it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=_ID)
     name: str | None = None  # what players read ("Table 7"); none: the id is not shown
@@ -118,10 +121,8 @@ class SourceSection(BaseModel):
         return {meter: name.strip() for meter, name in value.items()}
 
 
-class SignSection(BaseModel):
+class SignSection(StrictModel):
     """``[sign]``: the whole file's one table."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str | None = None  # over every page; none: each source's game title
     logo: Path | None = None  # PNG, SVG, JPEG or WebP, at most 1 MiB, shown beside the title
@@ -147,9 +148,7 @@ class SignSection(BaseModel):
         return self
 
 
-class _SignFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class _SignFile(StrictModel):
     sign: SignSection = Field(default_factory=SignSection)
 
 
@@ -161,7 +160,7 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 
 def _look(
-    source: str, kind: Literal["table", "link"], index: int, entry: SourceSection, folder: Path
+    source: str, kind: SourceKind, index: int, entry: SourceSection, folder: Path
 ) -> SourceLook:
     key = f"sign.{kind}s[{index}]"
     table: Paytable | None = None
@@ -243,11 +242,4 @@ def sign_config_from(data: dict[str, Any], source: str = "<memory>") -> SignConf
 
 def load_sign_config(path: Path) -> SignConfig:
     """Read and validate a sign file; :class:`SignConfigError` names what is wrong."""
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle, parse_float=Decimal)
-    except OSError as exc:
-        raise SignConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SignConfigError(f"{path}: not valid TOML: {exc}") from None
-    return sign_config_from(data, str(path))
+    return sign_config_from(read_toml(path, SignConfigError), str(path))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from progressived.runtime.ratelimit import RateLimitedLog
+
 if TYPE_CHECKING:  # aiohttp is the web extra's: only the server module imports it at run time
     from aiohttp import web
 
@@ -61,24 +63,24 @@ class Trouble(Enum):
 
 @dataclass
 class TroubleLog:
-    """One line per :class:`Trouble` per ``every_s``, saying how many more were held back."""
+    """One line per :class:`Trouble` per ``every_s``, saying how many more were held back
+    (the one log throttle, :class:`~progressived.runtime.ratelimit.RateLimitedLog`)."""
 
     say: Callable[[str], None]
     every_s: float = TROUBLE_EVERY_S
     clock: Callable[[], float] = time.monotonic
-    _said: dict[Trouble, float] = field(default_factory=dict)
-    _held: dict[Trouble, int] = field(default_factory=dict)
+    _limit: RateLimitedLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._limit = RateLimitedLog(1, self.every_s, clock=self.clock)
 
     def note(self, kind: Trouble, detail: str = "") -> bool:
         """Count one; say it if this kind was not said within ``every_s``."""
-        now = self.clock()
-        if now - self._said.get(kind, float("-inf")) < self.every_s:
-            self._held[kind] = self._held.get(kind, 0) + 1
+        held = self._limit.admit(kind)
+        if held is None:
             return False
-        held = self._held.pop(kind, 0)
         more = f" ({held} more since the last line)" if held else ""
         self.say(f"sign: {kind.value}{f': {detail}' if detail else ''}{more}")
-        self._said[kind] = now
         return True
 
 

@@ -8,9 +8,12 @@ import (about 8 MB of a small kiosk computer's memory).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from progressived.core.paytable import Paytable
+
+SourceKind = Literal["table", "link"]  # what a sign shows: a table, or a link's meters
+SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
 
 MIN_CONTRAST = 7.0  # WCAG 2 AAA for text: every text colour against its background
 
@@ -51,7 +54,7 @@ class Colours:
 class SourceLook:
     """What the sign knows of one table or link beyond MQTT: names and its paytable."""
 
-    kind: Literal["table", "link"]
+    kind: SourceKind
     id: str
     name: str = ""
     paytable: Paytable | None = None
@@ -79,7 +82,7 @@ class SignConfig:
             return found
         return SourceLook("link" if kind == "link" else "table", ident)
 
-    def shown(self, kind: Literal["table", "link"]) -> tuple[str, ...]:
+    def shown(self, kind: SourceKind) -> tuple[str, ...]:
         """The ids of this kind the file asks the sign to show."""
         return tuple(s.id for s in self.sources.values() if s.kind == kind and s.show)
 

@@ -1,26 +1,28 @@
 """What the web sign shows, as a pure function of the MQTT messages it has read.
 
-One :class:`Floor` holds every *source* a sign may show. A source today is a table
-(``<prefix>/table/<id>/...``); a link of tables is one more source kind with
-the same three topics (status, meter, event) under ``<prefix>/link/<id>/``: add it to
-``SOURCE_KINDS`` and the page shows it like a table. The rules follow docs/mqtt.md for
+One :class:`Floor` holds every *source* a sign may show: a table
+(``<prefix>/table/<id>/...``) or a link's linked meters (``<prefix>/link/<id>/meter/...``),
+the kinds of :data:`~progressived.signs.web.look.SourceKind`. The rules follow docs/mqtt.md for
 signs: a meter value with a lower ``seq`` than the one shown is ignored, until the source's
-``online`` status carries a ``boot`` not seen before; events are recognised by their ledger
-``seq`` so a redelivery is not shown twice. No clock and no I/O here: ``now`` is passed in
-(monotonic seconds), so the rules are tested without a broker or a browser.
+``online`` status carries a ``boot`` not seen before; events are read as the terminal sign
+reads them (:mod:`progressived.signs.events`: checked, typed, recognised by their ledger
+``seq`` so a redelivery is not shown twice, the last 4,096 remembered per source). No
+clock and no I/O here: ``now`` is passed in (monotonic seconds), so the rules are tested
+without a broker or a browser.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
-from progressived.core.money import UNITS_PER_CENT
+from progressived.core.money import UNITS_PER_CENT, display_cents
 from progressived.core.wirejson import MAX_MESSAGE, WireError, loads_object
 from progressived.link.core.messages import MAX_PAYLOAD
+from progressived.mqtt.payloads import METER_STATES
+from progressived.signs.events import Malformed, SeenEvents, Shows, SignEvent, read_event
+from progressived.signs.web.look import SOURCE_KINDS
 
-SOURCE_KINDS = ("table", "link")  # a link: its linked meters (docs/link.md, "meter")
-_SEEN_EVENTS_KEPT = 4096  # recent event seqs remembered per source, to drop redeliveries
 # Every list a publisher can grow is bounded: a flood from one account costs the sign a
 # fixed amount of memory and work, never a real update (docs/sign.md, "Limits").
 MAX_METERS = 8  # meters (levels) per source; a sign shows three
@@ -31,10 +33,7 @@ MAX_REASONS = 16  # closed reasons per source (a controller has a handful)
 _REASONS = {"operator": "closed by an operator"}
 
 
-def dollars(cents: int) -> str:
-    """Whole cents as the sign shows them: ``$1,234.56``."""
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+dollars = display_cents  # whole cents as the sign shows them: ``$1,234.56``
 
 
 @dataclass
@@ -107,7 +106,7 @@ class Source:
     banner: Award | None = None
     envy_round: int = -1
     envy: list[dict[str, Any]] = field(default_factory=list)
-    seen: dict[int, None] = field(default_factory=dict)  # insertion-ordered event seqs
+    seen: SeenEvents = field(default_factory=SeenEvents)  # the last events shown, by seq
     last_hit: dict[str, dict[str, Any]] = field(default_factory=dict)  # per linked meter
 
     @property
@@ -235,7 +234,7 @@ class Floor:
         if seq < meter.seq:
             return False  # older than the value already shown
         state = data.get("state")
-        if state not in ("open", "pending", "closed"):
+        if state not in METER_STATES:
             self.problem = f"meter state {state!r} is not open, pending or closed"
             return False
         meter.seq, meter.cents, meter.boot = seq, cents, src.boot
@@ -304,74 +303,66 @@ class Floor:
         return True
 
     def _event(self, src: Source, data: dict[str, Any], now: float) -> bool:
-        seq = data.get("seq")
-        if not isinstance(seq, int):
-            self.problem = "an event needs an integer seq"
+        """An event, read by :func:`progressived.signs.events.read_event` (the terminal sign
+        reads them so too): what it changes is decided from its type, :class:`Shows`."""
+        try:
+            event = read_event(data, src.id)
+        except Malformed as exc:
+            self.problem = str(exc)
             return False
-        if seq in src.seen:
-            return False  # a redelivery of one already shown
-        src.seen[seq] = None
-        if len(src.seen) > _SEEN_EVENTS_KEPT:
-            del src.seen[next(iter(src.seen))]
-        kind = data.get("kind")
-        rnd = _int(data.get("round"), -1)
-        award = Award(
-            str(data.get("meter", "")),
-            _int(data.get("seat")),
-            str(data.get("hand", "")),
-            _int(data.get("cents")),
-            rnd,
-        )
-        same = (award.meter, award.seat, award.hand)
-
-        def others() -> list[Award]:
-            return [a for a in src.pending if (a.meter, a.seat, a.hand) != same]
-
+        if event is None or not src.seen.first(event.seq):
+            return False  # a kind a sign does not show, or a redelivery of one shown
+        if event.shows in (Shows.CLOSED, Shows.OPENED) and event.seq <= src.closed_seq:
+            return False  # a meter as new or newer already listed the closures
+        award = Award(event.meter, event.seat, event.hand, event.cents, event.round)
+        others = [a for a in src.pending if (a.meter, a.seat, a.hand) != event.award]
         shown = src.meters.get(award.meter)
-        match kind:
-            case "award_keyed":
-                if shown is not None and shown.lists_pending and shown.seq >= seq:
+        match event.shows:
+            case Shows.PENDING:
+                if shown is not None and shown.lists_pending and shown.seq >= event.seq:
                     return False  # the meter, newer, already says what awaits the supervisor
-                src.pending = [*others(), award][-MAX_PENDING:]
-            case "award_confirmed":
-                src.pending = others()
+                src.pending = [*others, award][-MAX_PENDING:]
+            case Shows.WINNER:
+                src.pending = others
                 award.until = now + self.banner_s
                 src.banner = award
-            case "award_rejected" | "award_unkeyed" | "award_reversed" | "award_approved":
-                src.pending = others()  # approved (split): no longer awaits the supervisor
-            case "round_locked":
-                if rnd != src.envy_round:
-                    src.envy_round, src.envy = rnd, []
-                if src.banner is not None and rnd != src.banner.round:
+            case Shows.APPROVED | Shows.REJECTED | Shows.UNKEYED | Shows.REVERSED:
+                src.pending = others  # approved (split): no longer awaits the supervisor
+            case Shows.NEXT_ROUND:
+                if event.round != src.envy_round:
+                    src.envy_round, src.envy = event.round, []
+                if src.banner is not None and event.round != src.banner.round:
                     # The winning table's next round: the last round's winner goes at once,
                     # as on the terminal sign (never announced during the next round).
                     src.banner = None
-            case "envy":
-                if rnd != src.envy_round:
-                    src.envy_round, src.envy = rnd, []
-                if len(src.envy) >= MAX_ENVY:
-                    self.problem = f"more than {MAX_ENVY} envy bonuses in one round"
-                    return False
-                src.envy.append(
-                    {
-                        "seat": _int(data.get("seat")),
-                        "from_seat": _int(data.get("from_seat")),
-                        "hand": str(data.get("hand", "")),
-                        "cents": _int(data.get("cents")),
-                        "display": dollars(_int(data.get("cents"))),
-                    }
-                )
-            case "table_closed" | "table_opened" if seq <= src.closed_seq:
-                return False  # a meter as new or newer already listed the closures
-            case "table_closed":
+            case Shows.ENVY:
+                return self._envy(src, event)
+            case Shows.CLOSED:
                 if len(src.closed_reasons) >= MAX_REASONS:
                     self.problem = f"more than {MAX_REASONS} closed reasons"
                     return False
-                src.closed_reasons.add(str(data.get("reason", "closed")))
-            case "table_opened":
-                src.closed_reasons.discard(str(data.get("reason", "")))
+                src.closed_reasons.add(event.reason)
+            case Shows.OPENED:
+                src.closed_reasons.discard(event.reason)
             case _:
-                return False
+                assert_never(event.shows)
+        return True
+
+    def _envy(self, src: Source, event: SignEvent) -> bool:
+        if event.round != src.envy_round:
+            src.envy_round, src.envy = event.round, []
+        if len(src.envy) >= MAX_ENVY:
+            self.problem = f"more than {MAX_ENVY} envy bonuses in one round"
+            return False
+        src.envy.append(
+            {
+                "seat": event.seat,
+                "from_seat": event.from_seat,
+                "hand": event.hand,
+                "cents": event.cents,
+                "display": dollars(event.cents),
+            }
+        )
         return True
 
     def snapshot(self, now: float) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from fractions import Fraction
 from math import floor
 from typing import Any
 
-from progressived.core.money import UNITS_PER_CENT, truncate_to_cent
+from progressived.core.money import UNITS_PER_CENT, display_cents, truncate_to_cent
 from progressived.core.paytable import HAND_NAMES, Hand, HandRule, PayKind, scale_amount
 from progressived.signs.web.look import SourceLook
 
@@ -36,11 +36,9 @@ class PayRow:
 
 def money(cents: int, whole: bool = False) -> str:
     """``$1,234.56``; with ``whole``, an amount of whole dollars drops its ``.00`` ($2,500)."""
-    sign = "-" if cents < 0 else ""
-    dollars_part, cents_part = divmod(abs(cents), 100)
-    if whole and cents_part == 0:
-        return f"{sign}${dollars_part:,}"
-    return f"{sign}${dollars_part:,}.{cents_part:02d}"
+    if whole and cents % 100 == 0:
+        return display_cents(cents)[:-3]  # "$2,500.00" -> "$2,500"
+    return display_cents(cents)
 
 
 def _percent(share: Fraction) -> str:

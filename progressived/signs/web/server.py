@@ -15,6 +15,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,8 +23,10 @@ from typing import Any, TextIO
 import aiomqtt
 from aiohttp import web
 
+from progressived.mqtt.client import Ending
 from progressived.mqtt.session import MqttSession
 from progressived.signs.broker import EXIT_NOT_AUTHORISED, BrokerLogin, NotAuthorised
+from progressived.signs.events import IgnoredLog
 from progressived.signs.web import DEFAULT_PORT
 from progressived.signs.web.guard import (
     DEFAULT_MAX_CONNECTIONS,
@@ -42,7 +45,6 @@ from progressived.signs.web.render import page_html, placeholder, source_html
 __all__ = ["DEFAULT_PORT", "SignServer", "serve", "sse"]
 
 STATIC = Path(__file__).parent / "static"
-PROBLEM_EVERY_S = 10.0  # malformed-message lines on stderr, at most one per this
 TICK_S = 1.0  # the page calls the sign STALE after 3 ticks without a word from the server
 _CLIENT_BACKLOG = 256  # messages queued for one browser before it is dropped
 
@@ -78,14 +80,15 @@ class SignServer:
     trouble: TroubleLog = field(init=False)
     sent: int = 0
     err: TextIO = sys.stderr
-    problems: int = 0  # malformed messages not yet reported
-    problem_said: float = float("-inf")
     config: SignConfig = field(default_factory=SignConfig)  # names, paytables, colours
+    clock: Callable[[], float] = time.monotonic  # banners' ends, lines said at most so often
+    ignored: IgnoredLog = field(init=False)  # malformed messages, said on ``err``
 
     def __post_init__(self) -> None:
         named = [f"table/{t}" for t in self.tables] + [f"link/{k}" for k in self.links]
         self.floor = Floor(self.prefix, self.banner_s, named=frozenset(named))
-        self.trouble = TroubleLog(self._say)
+        self.trouble = TroubleLog(self._say, clock=self.clock)
+        self.ignored = IgnoredLog(self._say, clock=self.clock)
 
     def _say(self, line: str) -> None:
         print(line, file=self.err)
@@ -120,7 +123,7 @@ class SignServer:
     def snapshot(self, html: bool = False) -> dict[str, Any]:
         """The picture: with ``html`` (the stream's), also the sources shown but not heard
         of yet, each drawn; without (``/state.json``), what the broker said."""
-        now = time.monotonic()
+        now = self.clock()
         sources = self.sources(now, waiting=html)
         if html:
             sources = [{**s, "html": source_html(s, self.config)} for s in sources]
@@ -161,22 +164,13 @@ class SignServer:
             self.push("broker", self.broker_json())
 
     def take(self, topic: str, payload: bytes) -> None:
-        now = time.monotonic()
+        now = self.clock()
         key = self.floor.receive(topic, payload, now)
         if key is not None:
             shown = self.floor.sources[key].as_json(now)
             self.push("source", {**shown, "html": source_html(shown, self.config)})
         elif self.floor.problem:
-            self.refused(topic, self.floor.problem, now)
-
-    def refused(self, topic: str, why: str, now: float) -> None:
-        """Say a malformed message was ignored: one line, at most every PROBLEM_EVERY_S."""
-        self.problems += 1
-        if now - self.problem_said >= PROBLEM_EVERY_S:
-            more = f" ({self.problems - 1} more since the last line)" if self.problems > 1 else ""
-            print(f"sign: ignored a malformed message on {topic}: {why}{more}", file=self.err)
-            self.err.flush()
-            self.problem_said, self.problems = now, 0
+            self.ignored.ignored(topic, self.floor.problem)
 
     async def follow_broker(self) -> int:
         """Subscribe and feed the floor for ever; returns only when the login is refused."""
@@ -206,7 +200,7 @@ class SignServer:
         """The page, drawn with what the server already holds (its first frame is right)."""
         kind = request.match_info.get("kind", "")
         only = f"{kind}/{request.match_info['id']}" if kind else ""
-        html = page_html(self.config, self.sources(time.monotonic()), self.broker_json(), only)
+        html = page_html(self.config, self.sources(self.clock()), self.broker_json(), only)
         return web.Response(
             text=html, content_type="text/html", headers={"Cache-Control": "no-cache"}
         )
@@ -286,10 +280,10 @@ class _BrokerState:
     def disconnected(self, session: MqttSession, retry_in_s: float | None) -> None:
         if retry_in_s is None:
             detail = session.detail
-            if not detail.startswith("not authorised to read"):
+            if session.ending is not Ending.SUBSCRIPTION_REFUSED:
                 detail = f"the broker refused the sign's login ({detail})"
             self.server.set_broker("not authorised", detail)
-        elif session.detail == "no answer to the keepalive ping":
+        elif session.ending is Ending.KEEPALIVE:
             limit = round(session.options.loss_bound_s)
             self.server.set_broker("unreachable", f"connection lost: no answer within {limit}s")
         else:

@@ -11,15 +11,13 @@ names and today's amounts, and shows **only** those tables and links (docs/sign.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from progressived.config.paytables import PaytableError, find_paytable
 from progressived.core.paytable import Paytable
+from progressived.runtime.config_files import read_toml
 from progressived.signs.web.look import SignConfig, SourceLook
 
 __all__ = ["DEFAULT_FILES", "SourcesError", "looks_from_files", "with_sources"]
@@ -34,16 +32,6 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 class SourcesError(ValueError):
     """A controller's file the sign cannot read its sources from (one line)."""
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle, parse_float=Decimal)
-    except OSError as exc:
-        raise SourcesError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SourcesError(f"{path}: not valid TOML: {exc}") from None
 
 
 def _ident(path: Path, key: str, value: object) -> str:
@@ -66,7 +54,7 @@ def looks_from_files(paths: Iterable[Path]) -> list[SourceLook]:
     """The sources named by table files (``[table]``) and link files (``[link]``)."""
     looks: list[SourceLook] = []
     for path in paths:
-        data = _read(path)
+        data = read_toml(path, SourcesError)
         table, link = data.get("table"), data.get("link")
         if isinstance(table, dict):
             ident = _ident(path, "table.id", table.get("id"))

@@ -1,0 +1,1 @@
+"""The archive's pure core: messages and the chain check (no I/O, no clock)."""

@@ -1,0 +1,1 @@
+"""The table's side of the archive: its journal sent after the archived head."""

@@ -1,0 +1,1 @@
+"""``progressived archive``: the process that receives and stores every table's rows."""

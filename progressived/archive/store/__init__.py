@@ -1,0 +1,1 @@
+"""The archive's database and the restore of a table's ledger from it."""
