@@ -18,7 +18,6 @@ import grp
 import json
 import os
 import pwd
-import sqlite3
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,10 +26,8 @@ from typing import TYPE_CHECKING
 
 from progressived.cli import access
 from progressived.cli.common import Exit, ledger_status
-from progressived.ledger import LedgerError, conversion, schema
-from progressived.ledger.commit import translate
-from progressived.ledger.errors import LedgerMissing
-from progressived.ledger.readonly import connect_untouched
+from progressived.ledger import LedgerError, conversion
+from progressived.ledger.readonly import read_meta
 from progressived.storage.sqlite_version import sqlite_too_old
 
 if TYPE_CHECKING:
@@ -132,32 +129,6 @@ def ledger_file(
     if (problem := not_the_owners(path, meta, owner)) is not None:
         return [_error(problem, Exit.LEDGER_MISMATCH), *found]
     return found
-
-
-def read_meta(path: Path) -> dict[str, str]:
-    """A ledger file's ``meta`` table, read without writing anything beside it.
-
-    :class:`LedgerMissing` for an empty file, :class:`LedgerMismatch` for a file that is
-    not a progressived ledger (not SQLite at all, another program's database) or of a newer
-    schema, :class:`LedgerUnavailable` when it cannot be read now, :class:`LedgerError`
-    for a damaged file.
-    """
-    try:
-        conn = connect_untouched(path)
-        try:
-            version = schema.file_version(conn)
-            schema.check_supported(version)
-            if version == 0:
-                raise LedgerMissing(
-                    f"{path}: an empty file: the ledger was never initialised (for a new "
-                    "table: remove the empty file, then `progressived init`)"
-                )
-            rows = conn.execute("SELECT key, value FROM meta").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise translate(exc, path) from None
-    return {str(k): str(v) for k, v in rows}
 
 
 def not_the_owners(path: Path, meta: Mapping[str, str], owner: Owner) -> str | None:

@@ -12,7 +12,8 @@ from urllib.parse import quote
 
 from progressived.ledger import schema
 from progressived.ledger.commit import BUSY_TIMEOUT_MS
-from progressived.ledger.errors import LedgerError
+from progressived.ledger.errors import LedgerError, LedgerMissing
+from progressived.storage.sqlite import translate
 
 
 def connect_readonly(path: Path | str) -> sqlite3.Connection:
@@ -61,3 +62,29 @@ def connect_untouched(path: Path | str) -> sqlite3.Connection:
     mode = "mode=ro" if all(f.exists() for f in beside) else "mode=ro&immutable=1"
     uri = f"file:{quote(p.resolve().as_posix())}?{mode}"
     return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+
+
+def read_meta(path: Path) -> dict[str, str]:
+    """A ledger file's ``meta`` table, read without writing anything beside it.
+
+    :class:`LedgerMissing` for an empty file, :class:`LedgerMismatch` for a file that is
+    not a progressived ledger (not SQLite at all, another program's database) or of a newer
+    schema, :class:`LedgerUnavailable` when it cannot be read now, :class:`LedgerError`
+    for a damaged file.
+    """
+    try:
+        conn = connect_untouched(path)
+        try:
+            version = schema.file_version(conn)
+            schema.check_supported(version)
+            if version == 0:
+                raise LedgerMissing(
+                    f"{path}: an empty file: the ledger was never initialised (for a new "
+                    "table: remove the empty file, then `progressived init`)"
+                )
+            rows = conn.execute("SELECT key, value FROM meta").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from None
+    return {str(k): str(v) for k, v in rows}
