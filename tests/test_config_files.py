@@ -135,3 +135,16 @@ def test_the_daemon_with_an_empty_password_file_stops_in_one_line(tmp_path: Path
         f"progressived: {cfg}: mqtt.password_file: the password file {secret} holds no "
         "password on its first line"
     )
+
+
+def test_every_configuration_section_shares_the_one_strict_base() -> None:
+    """One strict-model base (issue 29): a module that sets ``extra="forbid"`` on a model of
+    its own repeats it (three did after the slips, archive and report sections landed)."""
+    package = Path(__file__).resolve().parent.parent / "progressived"
+    repeats = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if 'ConfigDict(extra="forbid", frozen=True)' in path.read_text()
+        and path.name != "config_files.py"
+    ]
+    assert repeats == [], repeats

@@ -21,19 +21,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from progressived.config.table import ConfigError, format_validation_error, read_toml
+from progressived.runtime.config_files import StrictModel
 
 MINUTES_PER_DAY = 24 * 60
 _HHMM = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Shift(_Strict):
+class Shift(StrictModel):
     """One shift: its name (``--shift DATE/NAME``) and the local time it begins."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
@@ -56,7 +53,7 @@ class Shift(_Strict):
         return self.clock.hour * 60 + self.clock.minute
 
 
-class SiteSection(_Strict):
+class SiteSection(StrictModel):
     """The site's IANA time zone and its shifts, first the one that opens the gaming day."""
 
     time_zone: str = "UTC"
@@ -118,8 +115,12 @@ def site_from(data: dict[str, Any], source: str) -> SiteSection:
         lines = format_validation_error(source, exc, SiteSection).splitlines()
         top = f"{source}: (top level)"
         raise ConfigError(
-            *(line.replace(top, f"{source}: site", 1) if line.startswith(top)
-              else line.replace(f"{source}: ", f"{source}: site.", 1) for line in lines)
+            *(
+                line.replace(top, f"{source}: site", 1)
+                if line.startswith(top)
+                else line.replace(f"{source}: ", f"{source}: site.", 1)
+                for line in lines
+            )
         ) from None
 
 

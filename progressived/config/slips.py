@@ -12,9 +12,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from progressived.core.money import UNITS_PER_CENT, MoneyError, display, dollars
+from progressived.runtime.config_files import StrictModel
 from progressived.slips.rules import (
     DEFAULT_NOTICES,
     DEFAULT_SIGNATURES,
@@ -28,10 +29,6 @@ Amount = Decimal | int | str
 _TEXT = r"^[^|\r\n]{1,80}$"  # printed on one line, and hashable into the chain unambiguously
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 def _cents(value: Amount) -> int:
     try:
         units = dollars(value)
@@ -42,7 +39,7 @@ def _cents(value: Amount) -> int:
     return units
 
 
-class SignatureLine(_Strict):
+class SignatureLine(StrictModel):
     """A signature line on slips of ``amount`` or more."""
 
     amount: Amount
@@ -55,7 +52,7 @@ class SignatureLine(_Strict):
         return value
 
 
-class NoticeLine(_Strict):
+class NoticeLine(StrictModel):
     """A notice printed on slips of ``amount`` or more (the regulator told before paying)."""
 
     amount: Amount
@@ -72,7 +69,7 @@ Copy = Literal["original", "duplicate"]
 _BOTH: list[Copy] = ["original", "duplicate"]
 
 
-class PrinterSection(_Strict):
+class PrinterSection(StrictModel):
     """``[slips.printer]``: the ESC/POS receipt printer on the network (TCP) where the
     supervisor stands."""
 
@@ -101,7 +98,7 @@ def _default_notices() -> list[NoticeLine]:
     return [NoticeLine(amount=display(t.from_units)[1:], text=t.text) for t in DEFAULT_NOTICES]
 
 
-class SlipsSection(_Strict):
+class SlipsSection(StrictModel):
     """``[slips]``: every key has a default (the U.S. table-game rules)."""
 
     enabled: bool = True

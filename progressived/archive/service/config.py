@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from progressived.config.daemon import (
     LogSection,
@@ -26,17 +26,14 @@ from progressived.config.daemon import (
 )
 from progressived.config.table import ConfigError, Problems, read_toml, validate_whole
 from progressived.mqtt.config import MqttSection
+from progressived.runtime.config_files import StrictModel
 from progressived.storage.errors import LedgerUnavailable
 from progressived.storage.location import has_password, is_url
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ArchiveSection(_Strict):
+class ArchiveSection(StrictModel):
     """Who the archive is (its MQTT user name by default) and whose rows it takes."""
 
     id: str = Field(default="archive", pattern=_ID)
@@ -45,7 +42,7 @@ class ArchiveSection(_Strict):
     lane_max: int = Field(default=32, ge=1, le=1_000)  # messages waiting per table
 
 
-class DatabaseSection(_Strict):
+class DatabaseSection(StrictModel):
     """The archive's database: a PostgreSQL URL without a password (``password_file``, or
     libpq's ``PGPASSFILE`` / ``~/.pgpass``), written under a lease of ``lease_s`` held as
     ``holder`` (default: this host's name)."""
@@ -82,7 +79,7 @@ class ArchiveMetricsSection(MetricsSection):
     port: int = Field(default=9466, ge=0, le=65535)
 
 
-class _Model(_Strict):
+class _Model(StrictModel):
     archive: ArchiveSection
     database: DatabaseSection
     mqtt: MqttSection = Field(default_factory=MqttSection)
