@@ -138,7 +138,7 @@ def test_the_daemon_with_an_empty_password_file_stops_in_one_line(tmp_path: Path
 
 
 def test_every_configuration_section_shares_the_one_strict_base() -> None:
-    """One strict-model base (issue 29): a module that sets ``extra="forbid"`` on a model of
+    """One strict-model base: a module that sets ``extra="forbid"`` on a model of
     its own repeats it (three did after the slips, archive and report sections landed)."""
     package = Path(__file__).resolve().parent.parent / "progressived"
     repeats = [

@@ -69,12 +69,18 @@ Copy = Literal["original", "duplicate"]
 _BOTH: list[Copy] = ["original", "duplicate"]
 
 
-class PrinterSection(StrictModel):
-    """``[slips.printer]``: the ESC/POS receipt printer on the network (TCP) where the
-    supervisor stands."""
+BAUD_RATES = (9600, 19200, 38400, 57600, 115200)
 
-    host: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")
+
+class PrinterSection(StrictModel):
+    """``[slips.printer]``: the ESC/POS receipt printer where the supervisor stands, on the
+    network (``host``, ``port``) or on a serial line (``device``, ``baudrate``)."""
+
+    host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")
     port: int = Field(default=9100, ge=1, le=65535)
+    device: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_./-]{1,254}$")
+    baudrate: int = 9600
+    dsrdtr: bool = True
     timeout_s: float = Field(default=5.0, gt=0, le=60)
     retry_s: float = Field(default=10.0, gt=0, le=3600)
     status: bool = True
@@ -86,6 +92,24 @@ class PrinterSection(StrictModel):
         if len(set(value)) != len(value):
             raise ValueError("each copy once")
         return value
+
+    @field_validator("baudrate")
+    @classmethod
+    def _baud(cls, value: int) -> int:
+        if value not in BAUD_RATES:
+            raise ValueError(f"one of {', '.join(map(str, BAUD_RATES))}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way(self) -> PrinterSection:
+        if (self.host is None) == (self.device is None):
+            raise ValueError("name the printer by host (network) or by device (serial)")
+        return self
+
+    @property
+    def where(self) -> str:
+        """``host:port``, or the serial device."""
+        return self.device if self.device is not None else f"{self.host}:{self.port}"
 
 
 def _default_signatures() -> list[SignatureLine]:
@@ -163,5 +187,5 @@ def describe(section: SlipsSection, table_id: str) -> str:
     if rules.taxable_multiple:
         taxable += f" and {rules.taxable_multiple}x the wager"
     printer = section.printer
-    where = f"{printer.host}:{printer.port}" if printer is not None else "none"
+    where = printer.where if printer is not None else "none"
     return f"slips: serials {rules.serial(1)}, ...; {taxable}; signatures: {sigs}; printer {where}"

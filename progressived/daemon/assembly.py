@@ -39,7 +39,8 @@ from progressived.link.core.messages import LinkedMeter
 from progressived.mqtt.payloads import Topics
 from progressived.mqtt.publisher import HeadSource, SignPublisher
 from progressived.mqtt.session import MqttSession
-from progressived.printing.network import NetworkPrinter
+from progressived.printing.network import EscposPrinter, NetworkPrinter
+from progressived.printing.serial import SerialPrinter
 
 HEAD_READ_TIMEOUT_S = 2.0  # the MQTT status waits this long for the ledger's head
 
@@ -223,9 +224,17 @@ def _printing(
     section = config.slips.printer
     if not config.slips.enabled or section is None:
         return None
-    printer = NetworkPrinter(
-        section.host, section.port, timeout_s=section.timeout_s, status=section.status
-    )
+    printer: EscposPrinter
+    if section.device is not None:
+        printer = SerialPrinter(
+            section.device, section.baudrate, timeout_s=section.timeout_s,
+            status=section.status, dsrdtr=section.dsrdtr,
+        )  # fmt: skip
+    else:
+        assert section.host is not None  # the section's validator: one of the two
+        printer = NetworkPrinter(
+            section.host, section.port, timeout_s=section.timeout_s, status=section.status
+        )
     printing = SlipPrinting(journal, printer, retry_s=section.retry_s)
     if metrics is not None:
         metrics.registry.register(SlipsCollector(config.params.table_id, printing.status))

@@ -52,7 +52,8 @@ class QueueJournal(Protocol):
 
 
 class Printer(Protocol):
-    """A receipt printer: :class:`progressived.printing.network.NetworkPrinter`."""
+    """A receipt printer: :class:`progressived.printing.network.NetworkPrinter` or
+    :class:`progressived.printing.serial.SerialPrinter`."""
 
     @property
     def name(self) -> str: ...
