@@ -242,6 +242,21 @@ def render_answer(action: str, answer: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ask_daemon(socket: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The daemon's answer to ``payload`` on its control socket, or ``None`` after one line
+    on standard error saying why it could not be asked (the caller exits 2)."""
+    try:
+        return request(socket, payload)
+    except PermissionError:
+        print(
+            f"progressivectl: permission denied on {socket} (are you in its group?)",
+            file=sys.stderr,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"progressivectl: cannot reach the daemon at {socket}: {exc}", file=sys.stderr)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"action": args.action}
     for key in ("operator", "reason", "approver", "meter", "amount"):
@@ -249,16 +264,7 @@ def run(args: argparse.Namespace) -> int:
             payload[key] = getattr(args, key)
     if args.action == "transfer":
         payload["from"], payload["to"] = args.from_meter, args.to_meter
-    try:
-        answer = request(args.socket, payload)
-    except PermissionError:
-        print(
-            f"progressivectl: permission denied on {args.socket} (are you in its group?)",
-            file=sys.stderr,
-        )
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"progressivectl: cannot reach the daemon at {args.socket}: {exc}", file=sys.stderr)
+    if (answer := ask_daemon(args.socket, payload)) is None:
         return 2
     if args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))

@@ -15,14 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from progressived.cli.control_cmd import DEFAULT_SOCKET
+from progressived.cli.control_cmd import DEFAULT_SOCKET, ask_daemon
 from progressived.ledger import LedgerError
 from progressived.ledger.readonly import ledger_kind
 from progressived.ledger.slip_reads import StoredSlip, one, render_csv, render_list, slips
 from progressived.ledger.slip_reconcile import reconcile
 from progressived.link.store.slip_check import linked_differences
 from progressived.printing.pdf import slips_pdf
-from progressived.runtime.control import request
 from progressived.slips.text import DUPLICATE, ORIGINAL, lines
 
 _WHEN = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}(:\d{2}(:\d{2}(\.\d{1,6})?)?)?Z?)?$")
@@ -167,16 +166,7 @@ def run_control(args: argparse.Namespace) -> int:
         payload.update(reason=args.reason, operator=args.by)
     if args.action == "slip-void":
         payload["reissue"] = bool(args.reissue)
-    try:
-        answer = request(args.socket, payload)
-    except PermissionError:
-        print(
-            f"progressivectl: permission denied on {args.socket} (are you in its group?)",
-            file=sys.stderr,
-        )
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"progressivectl: cannot reach the daemon at {args.socket}: {exc}", file=sys.stderr)
+    if (answer := ask_daemon(args.socket, payload)) is None:
         return 2
     if args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))
